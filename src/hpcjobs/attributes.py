@@ -1,0 +1,102 @@
+"""Job attributes: how a job behaves (walltime, queue, project, reservation, extras).
+
+``custom_attributes`` carries backend-specific settings under a ``<backend>.<key>``
+prefix (``slurm.constraint``, ``flux.shell_options``, ``batsim.profile``); each backend
+documents the keys it reads and ignores the others.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, Dict, Optional
+
+from ._typecheck import Field
+
+__all__ = ["JobAttributes"]
+
+DEFAULT_DURATION = timedelta(minutes=10)
+
+
+
+class JobAttributes:
+    """The spec's ``JobAttributes``; ``account`` is an alias of ``project_name``."""
+
+    __slots__ = ("_duration", "_queue_name", "_project_name", "_reservation_id",
+                 "_custom_attributes")
+
+    duration: Field[timedelta] = Field(timedelta)
+    queue_name: Field[Optional[str]] = Field(str, optional=True)
+    project_name: Field[Optional[str]] = Field(str, optional=True)
+    reservation_id: Field[Optional[str]] = Field(str, optional=True)
+    custom_attributes: Field[Optional[Dict[str, Any]]] = Field(Dict[str, Any], optional=True)
+
+    def __init__(
+        self,
+        duration: timedelta = DEFAULT_DURATION,
+        queue_name: Optional[str] = None,
+        project_name: Optional[str] = None,
+        reservation_id: Optional[str] = None,
+        custom_attributes: Optional[Dict[str, Any]] = None,
+        account: Optional[str] = None,
+    ) -> None:
+        if account is not None and project_name is not None and account != project_name:
+            raise TypeError("JobAttributes: account is an alias of project_name; "
+                            f"got both {account!r} and {project_name!r}")
+        self.duration = duration
+        self.queue_name = queue_name
+        self.project_name = project_name if project_name is not None else account
+        self.reservation_id = reservation_id
+        self.custom_attributes = custom_attributes
+
+    @property
+    def account(self) -> Optional[str]:
+        """Alias of :attr:`project_name` (the Slurm/PBS word for it)."""
+        return self.project_name
+
+    @account.setter
+    def account(self, value: Optional[str]) -> None:
+        self.project_name = value
+
+    def set_custom_attribute(self, name: str, value: Any) -> None:
+        """Set one custom attribute (``<backend>.<key>`` by convention)."""
+        if not isinstance(name, str):
+            raise TypeError(f"custom attribute names must be str, got {type(name).__name__}")
+        if self.custom_attributes is None:
+            self.custom_attributes = {}
+        self.custom_attributes[name] = value
+
+    def get_custom_attribute(self, name: str) -> Any:
+        """One custom attribute, or None."""
+        return None if self.custom_attributes is None else self.custom_attributes.get(name)
+
+    def custom_for(self, prefix: str) -> Dict[str, Any]:
+        """The custom attributes ``<prefix>.<key>``, keyed by ``<key>``."""
+        p = prefix + "."
+        return {k[len(p):]: v for k, v in (self.custom_attributes or {}).items()
+                if k.startswith(p)}
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The fields that differ from the defaults, for serialisation."""
+        d: Dict[str, Any] = {}
+        if self.duration != DEFAULT_DURATION:
+            d["duration"] = self.duration.total_seconds()
+        for name in ("queue_name", "project_name", "reservation_id", "custom_attributes"):
+            if getattr(self, name) is not None:
+                d[name] = getattr(self, name)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "JobAttributes":
+        """Inverse of :meth:`to_dict`."""
+        d = dict(d)
+        if "duration" in d:
+            d["duration"] = timedelta(seconds=d["duration"])
+        return cls(**d)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JobAttributes) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return "JobAttributes(" + ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items()) + ")"

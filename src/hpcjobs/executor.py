@@ -1,0 +1,260 @@
+"""``JobExecutor``: the interface every backend implements, and how to get one.
+
+``JobExecutor.get_instance('slurm')`` finds the plugin through entry points (group
+``hpcjobs.executors``). A backend implements ``submit``, ``cancel``, ``list`` and
+``attach`` and reports what it observes with ``_set_job_status``; the base class does
+the rest: validation before anything is submitted, monotonic states with the skipped
+ones synthesised, callbacks on one dispatcher thread, and lifecycle (``close()``,
+context manager, cleanup when garbage-collected).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+
+import weakref
+from abc import ABC, abstractmethod
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Optional, Union
+
+from . import plugins
+from .errors import (ExecutorNotFoundError, InvalidJobException, InvalidJobStateError)
+from .job import Job, StatusCallback, as_function
+from .polling import CallbackDispatcher
+from .spec import JobSpec
+from .state import JobState, JobStatus
+
+if TYPE_CHECKING:
+    from packaging.version import Version
+
+    from .launchers.base import Launcher
+
+__all__ = ["JobExecutor", "JobExecutorConfig"]
+
+log = logging.getLogger(__name__)
+_instance_numbers = itertools.count(1)
+
+
+@dataclasses.dataclass
+class JobExecutorConfig:
+    """Settings every executor understands; backends subclass it with their own.
+
+    ``work_directory``: where the executor keeps job files (default
+    ``~/.hpcjobs/work/<executor>``; for batch systems it must be on a filesystem
+    the compute nodes share).
+    """
+
+    work_directory: Optional[Path] = None
+
+    @classmethod
+    def coerce(cls, value: Union["JobExecutorConfig", Mapping[str, Any], None]) -> "JobExecutorConfig":
+        """Accept an instance of this class, a mapping of its fields, or None."""
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, JobExecutorConfig):  # a base config given to a backend
+            return cls(**{f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
+        if isinstance(value, Mapping):
+            names = {f.name for f in dataclasses.fields(cls)}
+            unknown = sorted(set(value) - names)
+            if unknown:
+                raise TypeError(f"{cls.__name__}: unknown setting(s) {', '.join(unknown)} "
+                                f"(known: {', '.join(sorted(names))})")
+            return cls(**value)
+        raise TypeError(f"config must be a {cls.__name__} or a mapping, got {type(value).__name__}")
+
+
+class JobExecutor(ABC):
+    """The spec's ``JobExecutor``. Subclasses set ``name`` and implement the four
+    abstract methods; see docs/executors.md for the contract of each hook."""
+
+    #: the executor's name as used with get_instance (lower case)
+    name: ClassVar[str] = ""
+    #: the executor's version, as a PEP 440 string
+    version_string: ClassVar[str] = "0.1.0"
+    #: the configuration class this executor accepts
+    config_class: ClassVar[type[JobExecutorConfig]] = JobExecutorConfig
+
+    def __init__(self, url: Optional[str] = None,
+                 config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> None:
+        if url is not None and not isinstance(url, str):
+            raise TypeError(f"url must be str, got {type(url).__name__}")
+        self.url = url
+        self.config = self.config_class.coerce(config)
+        self._instance = next(_instance_numbers)
+        self._callback: Optional[Any] = None
+        self._dispatcher = CallbackDispatcher(f"hpcjobs-{self.name}-{self._instance}-callbacks")
+        self._closed = False
+        self._launchers: dict[str, "Launcher"] = {}
+        # a forgotten executor still ends its threads when collected
+        self._finalizer = weakref.finalize(self, self._dispatcher.stop, False)
+
+    # -- discovery ----------------------------------------------------------------------
+    @staticmethod
+    def get_instance(name: str, version_constraint: Optional[str] = None,
+                     url: Optional[str] = None,
+                     config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> "JobExecutor":
+        """A new executor of the named kind (case-insensitive; aliases such as
+        ``torque`` -> ``pbs``), optionally checked against a PEP 440 version
+        constraint such as ``">= 0.1"``."""
+        cls = plugins.load("hpcjobs.executors", name)
+        if not (isinstance(cls, type) and issubclass(cls, JobExecutor)):
+            raise ExecutorNotFoundError(f"plugin {name!r} is not a JobExecutor: {cls!r}")
+        if version_constraint is not None:
+            from packaging.specifiers import SpecifierSet
+            from packaging.version import Version
+            if Version(cls.version_string) not in SpecifierSet(version_constraint):
+                raise ExecutorNotFoundError(
+                    f"executor {name!r} has version {cls.version_string}, which does not "
+                    f"satisfy {version_constraint!r}")
+        return cls(url=url, config=config)
+
+    @property
+    def version(self) -> "Version":
+        """The executor's version."""
+        from packaging.version import Version
+        return Version(self.version_string)
+
+    def get_name(self) -> str:
+        """Spec spelling of :attr:`name`."""
+        return self.name
+
+    def get_version(self) -> "Version":
+        """Spec spelling of :attr:`version`."""
+        return self.version
+
+    @property
+    def work_directory(self) -> Path:
+        """This executor's private directory (mode 0700), created on first use."""
+        d = self.config.work_directory or Path.home() / ".hpcjobs" / "work" / self.name
+        d = Path(d).expanduser()
+        if not d.is_dir():
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return d
+
+    # -- the API ------------------------------------------------------------------------
+    @abstractmethod
+    def submit(self, job: Job) -> None:
+        """Send ``job`` to the backend. On return the job is QUEUED (or later) and has
+        its native id. Raises InvalidJobException (bad spec, nothing submitted),
+        SubmitException (backend trouble), InvalidJobStateError (not a NEW job)."""
+
+    @abstractmethod
+    def cancel(self, job: Job) -> None:
+        """Ask the backend to cancel ``job``; it ends CANCELED unless it ended first."""
+
+    @abstractmethod
+    def list(self) -> list[str]:
+        """Native ids of the jobs this executor can attach to (at least every
+        non-final job submitted through this instance)."""
+
+    @abstractmethod
+    def attach(self, job: Job, native_id: str) -> None:
+        """Bind the NEW ``job`` to the backend job ``native_id``; its status follows
+        asynchronously (FAILED if the id cannot be found)."""
+
+    def set_job_status_callback(self, cb: Optional[StatusCallback]) -> None:
+        """Call ``cb(job, status)`` for every state change of every job of this executor."""
+        self._callback = as_function(cb)
+
+    def close(self) -> None:
+        """Stop this executor's threads after delivering pending callbacks. Jobs keep
+        running in their backend and can be attached to later. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._close()
+        finally:
+            self._finalizer.detach()
+            self._dispatcher.stop()
+
+    def __enter__(self) -> "JobExecutor":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- for subclasses -----------------------------------------------------------------
+    def _close(self) -> None:
+        """Hook: stop backend-specific threads and processes."""
+
+    @contextmanager
+    def _submission(self, job: Job) -> Iterator[JobSpec]:
+        """Validate and claim ``job`` for submission; release it if the body raises.
+
+        Checks everything that can be checked before the backend is contacted, so an
+        invalid job is refused with nothing submitted.
+        """
+        if not isinstance(job, Job):
+            raise TypeError(f"submit() takes a Job, got {type(job).__name__}")
+        self._check_open()
+        spec = job.spec
+        if spec is None:
+            raise InvalidJobException(f"job {job.id} has no spec")
+        spec.validate()
+        self._launcher(spec)  # an unknown launcher is an invalid job
+        self._validate(spec)
+        with job._lock:
+            if job._executor is not None or job._status.state is not JobState.NEW:
+                raise InvalidJobStateError(
+                    f"job {job.id} was already submitted (state {job._status.state})")
+            job._executor = self
+        try:
+            yield spec
+        except BaseException:
+            job._executor = None
+            raise
+
+    def _validate(self, spec: JobSpec) -> None:
+        """Hook: backend-specific checks; raise InvalidJobException naming the field."""
+
+    def _claim_for_attach(self, job: Job, native_id: str) -> None:
+        """Check and bind ``job`` for attach (the spec's rules: only NEW jobs)."""
+        if not isinstance(job, Job):
+            raise TypeError(f"attach() takes a Job, got {type(job).__name__}")
+        if not isinstance(native_id, str) or not native_id:
+            raise TypeError(f"native_id must be a non-empty str, got {native_id!r}")
+        self._check_open()
+        with job._lock:
+            if job._executor is not None or job._status.state is not JobState.NEW:
+                raise InvalidJobException(
+                    f"attach() needs a NEW job; job {job.id} is {job._status.state}")
+            job._executor = self
+            job._native_id = native_id
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidJobStateError(f"executor {self.name!r} is closed")
+
+    def _launcher(self, spec: JobSpec) -> "Launcher":
+        """The spec's launcher (``single`` by default); unknown -> InvalidJobException."""
+        name = (spec.launcher or "single").lower()
+        launcher = self._launchers.get(name)
+        if launcher is None:
+            from .launchers.base import Launcher
+            try:
+                launcher = self._launchers[name] = Launcher.get_instance(name)
+            except ExecutorNotFoundError as e:
+                raise InvalidJobException(f"JobSpec.launcher: {e}") from None
+        return launcher
+
+    def _set_job_status(self, job: Job, status: JobStatus, ran: bool = False) -> None:
+        """Report an observed status. Ignored unless later than the job's current one;
+        skipped states are synthesised (``ran``: the job is known to have executed, so
+        a FAILED/CANCELED goes through ACTIVE). Callbacks follow on the dispatcher."""
+        entered = job._advance(status, ran)
+        if not entered:
+            return
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("job %s (%s): %s", job.id, job.native_id,
+                      " -> ".join(s.state.name for s in entered))
+        callbacks = [cb for cb in (job._callback, self._callback) if cb is not None]
+        self._dispatcher.deliver(job, entered, callbacks)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} #{self._instance}{' closed' if self._closed else ''}>"

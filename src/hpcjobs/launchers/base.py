@@ -1,0 +1,70 @@
+"""``Launcher``: how the ranks of a job are started, and its plugin lookup.
+
+A launcher turns a job into the argument list that runs it: for ``single`` with no
+pre/post-launch script that is just the executable and its arguments (no shell in
+between); otherwise a small POSIX shell script from ``launchers/scripts`` that sources
+pre-launch, starts the ranks, waits for all of them, sources post-launch and exits with
+the job's exit code. Every executor uses the same launchers (argument lists; a batch
+executor shell-quotes them into its script).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import ClassVar, Optional, Sequence
+
+from .. import plugins
+from ..spec import JobSpec
+
+__all__ = ["Launcher", "ScriptLauncher", "SCRIPTS"]
+
+#: where the launcher shell scripts live (installed with the package)
+SCRIPTS = Path(__file__).with_name("scripts")
+
+
+class Launcher(ABC):
+    """Builds the command that starts a job's processes."""
+
+    name: ClassVar[str] = ""
+
+    @staticmethod
+    def get_instance(name: str) -> "Launcher":
+        """The launcher registered as ``name`` (entry-point group ``hpcjobs.launchers``)."""
+        cls = plugins.load("hpcjobs.launchers", name)
+        launcher: Launcher = cls()
+        return launcher
+
+    @abstractmethod
+    def get_launch_command(self, spec: JobSpec, argv: Optional[Sequence[str]] = None) -> list[str]:
+        """The argument list that runs the job described by ``spec``.
+
+        ``argv`` is the job's own command (executable and arguments) when the caller
+        has already processed it (e.g. substituted ``${NAME}``); by default it is taken
+        from the spec.
+        """
+
+
+def job_argv(spec: JobSpec) -> list[str]:
+    """The job's own command: executable then arguments."""
+    assert spec.executable is not None
+    return [spec.executable, *(spec.arguments or ())]
+
+
+class ScriptLauncher(Launcher):
+    """A launcher backed by ``scripts/<script>``, called as::
+
+        /bin/sh <script> <pre_launch|""> <post_launch|""> <process_count> \\
+                <processes_per_node> -- <executable> <arguments...>
+
+    Subclasses set ``script`` (and ``name``); the script does the rest.
+    """
+
+    script: ClassVar[str] = ""
+
+    def get_launch_command(self, spec: JobSpec, argv: Optional[Sequence[str]] = None) -> list[str]:
+        res = spec.resources_v1
+        return ["/bin/sh", str(SCRIPTS / self.script),
+                str(spec.pre_launch or ""), str(spec.post_launch or ""),
+                str(res.computed_process_count), str(res.computed_processes_per_node),
+                "--", *(argv if argv is not None else job_argv(spec))]

@@ -1,0 +1,116 @@
+"""Job states, their partial order, and the status record a job carries.
+
+The order is the spec's: NEW < QUEUED < ACTIVE < {COMPLETED, FAILED, CANCELED}; the
+final states are incomparable with one another. ``path_to`` gives the states a job must
+pass through to reach a later one, so executors can synthesise the states a backend
+skipped and every callback sees NEW -> QUEUED -> ACTIVE -> final exactly once.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from typing import Any, Mapping, Optional
+
+__all__ = ["JobState", "JobStatus"]
+
+
+class JobState(enum.Enum):
+    """The six PSI/J job states."""
+
+    NEW = 0
+    QUEUED = 1
+    ACTIVE = 2
+    COMPLETED = 3
+    FAILED = 4
+    CANCELED = 5
+
+    @property
+    def final(self) -> bool:
+        """True for COMPLETED, FAILED and CANCELED."""
+        return self.value >= 3
+
+    def is_final(self) -> bool:
+        """Spec spelling of :attr:`final`."""
+        return self.final
+
+    def _rank(self) -> int:
+        return min(self.value, 3)
+
+    def is_greater_than(self, other: "JobState") -> bool:
+        """The spec's strict partial order; two final states are incomparable."""
+        if self.final and other.final:
+            return False
+        return self._rank() > other._rank()
+
+    def __str__(self) -> str:
+        return self.name
+
+
+_FINAL_STATES = (JobState.COMPLETED, JobState.FAILED, JobState.CANCELED)
+
+
+def path_to(current: JobState, target: JobState, ran: bool) -> list[JobState]:
+    """The states from ``current`` (exclusive) to ``target`` (inclusive), in order.
+
+    ``ran`` says whether the job is known to have executed: COMPLETED always implies it;
+    FAILED or CANCELED of a job that never ran go straight from QUEUED.
+    Returns [] when ``target`` is not greater than ``current``.
+    """
+    if not target.is_greater_than(current):
+        return []
+    path = [s for s in (JobState.QUEUED, JobState.ACTIVE) if s.is_greater_than(current)
+            and target.is_greater_than(s)]
+    if target.final and target is not JobState.COMPLETED and not ran:
+        path = [s for s in path if s is not JobState.ACTIVE]
+    path.append(target)
+    return path
+
+
+class JobStatus:
+    """A job's state at one moment, with why and what is known about it.
+
+    ``time`` is a POSIX timestamp (seconds), from the backend where it has one.
+    ``metadata`` holds backend facts users ask for: ``native_state``,
+    ``reason_pending``, ``t_estimate``, ``nodes``, ... (see docs/model.md).
+    """
+
+    __slots__ = ("state", "time", "message", "exit_code", "metadata")
+
+    def __init__(
+        self,
+        state: JobState,
+        time: Optional[float] = None,
+        message: Optional[str] = None,
+        exit_code: Optional[int] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        if not isinstance(state, JobState):
+            raise TypeError(f"JobStatus.state must be a JobState, got {type(state).__name__}")
+        self.state = state
+        self.time = _now() if time is None else float(time)
+        self.message = message
+        self.exit_code = exit_code
+        self.metadata: Optional[dict[str, Any]] = dict(metadata) if metadata else None
+
+    @property
+    def final(self) -> bool:
+        """True if the state is final."""
+        return self.state.final
+
+    def is_final(self) -> bool:
+        """Spec spelling of :attr:`final`."""
+        return self.state.final
+
+    def __repr__(self) -> str:
+        parts = [f"state={self.state.name}"]
+        if self.exit_code is not None:
+            parts.append(f"exit_code={self.exit_code}")
+        if self.message:
+            parts.append(f"message={self.message!r}")
+        if self.metadata:
+            parts.append(f"metadata={self.metadata!r}")
+        return f"JobStatus({', '.join(parts)})"
+
+
+_now = time.time

@@ -1,0 +1,161 @@
+"""Job status updates through the executor base: order, synthesis, callbacks, wait."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Iterator
+
+import pytest
+
+from hpcjobs import (InvalidJobException, InvalidJobStateError, Job, JobExecutor, JobSpec,
+                     JobState, JobStatus, WaitFromCallbackError)
+
+S = JobState
+
+
+class RecordingExecutor(JobExecutor):
+    """A minimal in-test executor: submit binds the job; the test drives its states.
+
+    It stands for a backend in unit tests of the shared machinery only; every real
+    backend is tested against real components elsewhere.
+    """
+
+    name = "recording"
+
+    def submit(self, job: Job) -> None:
+        with self._submission(job):
+            job._bind(self, f"r{job.id[:8]}")
+        self._set_job_status(job, JobStatus(S.QUEUED))
+
+    def cancel(self, job: Job) -> None:
+        self._set_job_status(job, JobStatus(S.CANCELED))
+
+    def list(self) -> list[str]:
+        return []
+
+    def attach(self, job: Job, native_id: str) -> None:
+        self._claim_for_attach(job, native_id)
+
+
+@pytest.fixture
+def ex() -> Iterator[RecordingExecutor]:
+    e = RecordingExecutor()
+    yield e
+    e.close()
+
+
+def test_callbacks_see_each_state_once_in_order(ex: RecordingExecutor) -> None:
+    seen: list[tuple[str, S]] = []
+    ex.set_job_status_callback(lambda j, s: seen.append(("ex", s.state)))
+    job = Job(JobSpec("/bin/true"))
+    job.set_job_status_callback(lambda j, s: seen.append(("job", s.state)))
+    ex.submit(job)
+    ex._set_job_status(job, JobStatus(S.COMPLETED, exit_code=0))  # ACTIVE was skipped
+    ex._set_job_status(job, JobStatus(S.ACTIVE))                  # late: ignored
+    ex._set_job_status(job, JobStatus(S.FAILED, exit_code=1))     # after final: ignored
+    ex.close()
+    assert seen == [("job", S.QUEUED), ("ex", S.QUEUED), ("job", S.ACTIVE), ("ex", S.ACTIVE),
+                    ("job", S.COMPLETED), ("ex", S.COMPLETED)]
+    assert job.status.state is S.COMPLETED and job.status.exit_code == 0
+
+
+def test_failing_callback_is_logged_not_fatal(ex: RecordingExecutor,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    seen: list[S] = []
+
+    def bad(job: Job, st: JobStatus) -> None:
+        seen.append(st.state)
+        raise RuntimeError("boom")
+
+    ex.set_job_status_callback(bad)
+    job = Job(JobSpec("/bin/true"))
+    ex.submit(job)
+    ex._set_job_status(job, JobStatus(S.COMPLETED))
+    ex.close()
+    assert seen == [S.QUEUED, S.ACTIVE, S.COMPLETED]
+    assert "boom" in caplog.text
+
+
+def test_wait_target_states_timeout_and_greater_than(ex: RecordingExecutor) -> None:
+    job = Job(JobSpec("/bin/true"))
+    ex.submit(job)
+    assert job.wait(timeout=0.05) is None
+    threading.Timer(0.1, ex._set_job_status, (job, JobStatus(S.COMPLETED))).start()
+    st = job.wait(target_states=[S.ACTIVE])  # satisfied by COMPLETED > ACTIVE
+    assert st is not None and st.state in (S.ACTIVE, S.COMPLETED)
+    assert job.wait().state is S.COMPLETED  # type: ignore[union-attr]
+
+
+def test_wait_from_callback_raises_instead_of_deadlocking(ex: RecordingExecutor) -> None:
+    outcome: list[object] = []
+    tried = threading.Event()
+
+    def cb(job: Job, st: JobStatus) -> None:
+        if st.state is S.QUEUED:
+            try:
+                job.wait()
+            except WaitFromCallbackError as e:
+                outcome.append(e)
+            tried.set()
+        if st.final:  # already satisfied: no blocking needed, so it returns
+            outcome.append(job.wait())
+
+    job = Job(JobSpec("/bin/true"))
+    job.set_job_status_callback(cb)
+    ex.submit(job)
+    assert tried.wait(10)
+    ex._set_job_status(job, JobStatus(S.FAILED, exit_code=2))
+    ex.close()
+    assert isinstance(outcome[0], WaitFromCallbackError)
+    assert isinstance(outcome[1], JobStatus) and outcome[1].state is S.FAILED
+
+
+def test_bad_submissions_submit_nothing(ex: RecordingExecutor) -> None:
+    job = Job(JobSpec("/bin/true", launcher="no-such-launcher"))
+    with pytest.raises(InvalidJobException, match="launcher"):
+        ex.submit(job)
+    assert job.status.state is S.NEW and job.executor is None and job.native_id is None
+    with pytest.raises(InvalidJobException, match="spec"):
+        ex.submit(Job())
+    with pytest.raises(TypeError):
+        ex.submit("job")  # type: ignore[arg-type]
+    ok = Job(JobSpec("/bin/true"))
+    ex.submit(ok)
+    with pytest.raises(InvalidJobStateError, match="already submitted"):
+        ex.submit(ok)
+    with pytest.raises(InvalidJobStateError):
+        Job(JobSpec("/bin/true")).cancel()
+
+
+def test_attach_needs_a_new_job(ex: RecordingExecutor) -> None:
+    job = Job(JobSpec("/bin/true"))
+    ex.submit(job)
+    with pytest.raises(InvalidJobException, match="NEW"):
+        ex.attach(job, "123")
+    fresh = Job()
+    ex.attach(fresh, "123")
+    assert fresh.native_id == "123" and fresh.executor is ex
+
+
+def test_get_instance_resolves_names_and_versions() -> None:
+    with pytest.raises(ValueError, match="no executor named 'nope'"):
+        JobExecutor.get_instance("nope")
+    with pytest.raises(ValueError, match=r"'PBSPro' \(pbs\)"):
+        JobExecutor.get_instance("PBSPro")
+
+
+def test_closed_executor_refuses_work_and_threads_end() -> None:
+    ex = RecordingExecutor()
+    ex.set_job_status_callback(lambda j, s: None)
+    job = Job(JobSpec("/bin/true"))
+    ex.submit(job)
+    names = [t.name for t in threading.enumerate()]
+    assert any("hpcjobs-recording" in n for n in names)
+    ex.close()
+    deadline = time.monotonic() + 5
+    while any("hpcjobs-recording-%d" % ex._instance in t.name for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "dispatcher thread did not end"
+        time.sleep(0.01)
+    with pytest.raises(InvalidJobStateError, match="closed"):
+        ex.submit(Job(JobSpec("/bin/true")))
