@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The test command: sets up everything the tests need on a fresh Debian machine (the
+# package and its test dependencies in .venv, OpenMPI, a real single-node Slurm with
+# accounting), checks types (mypy --strict) and runs the whole test suite with pytest.
+# Extra arguments go to pytest (e.g. scripts/test.sh tests/core -x).
+# Under CI=true a test that needs Slurm or MPI fails instead of skipping.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/_venv.sh test,gantt
+
+if [ "$(id -u)" = 0 ]; then
+  bash scripts/install-test-deps.sh
+  bash scripts/slurm-cluster.sh up
+else
+  echo "test.sh: not root: cannot install OpenMPI or start Slurm; those tests will skip" >&2
+fi
+
+echo "== mypy --strict"
+.venv/bin/mypy
+echo "== pytest"
+exec .venv/bin/python -m pytest -ra "$@"
