@@ -1,0 +1,245 @@
+"""JSON documents for ``JobSpec`` and ``Job``: save a job, submit it later or elsewhere.
+
+A document is one JSON object with a versioned envelope::
+
+    {"format": "hpcjobs.job", "version": 1, "kind": "JobSpec", "spec": {...}}
+    {"format": "hpcjobs.job", "version": 1, "kind": "Job", "spec": {...} | null,
+     "id": "...", "native_id": "..." | null, "executor": "local" | null,
+     "status": {"state": "COMPLETED", "time": 1.7e9, "exit_code": 0, ...}}
+
+``spec`` holds the fields that were set, as the model's ``to_dict`` gives them (paths as
+strings, resources with their ``version``, attributes without their defaults), with one
+refinement: ``duration`` is a number of seconds written so that it reads back exactly
+(an int when whole; a float only when that float maps back to the same microseconds).
+
+The round trip is exact: ``loads(dumps(x))`` equals ``x`` field by field, strings byte
+for byte (the output is ASCII, with ``\\uXXXX`` escapes, so even lone surrogates from
+undecodable file names survive). What cannot round-trip is refused with a
+``SerializationError`` naming the field, never silently changed: custom attribute and
+metadata values must be plain JSON (dict with str keys, list, str, int, finite float,
+bool, None; a tuple would come back as a list). Reading checks the envelope, the kind,
+the version and every field name, so a document from a newer hpcjobs fails clearly.
+
+A loaded ``Job`` is a record: it has its id, spec, native id and last status, but no
+executor. To follow the real job again, attach a fresh one::
+
+    ex.attach(Job(record.spec), record.native_id)
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from datetime import timedelta
+from typing import Any, Dict, Optional, Union
+
+from .attributes import JobAttributes
+from .job import Job
+from .resources import ResourceSpecV1
+from .spec import JobSpec
+from .state import JobState, JobStatus
+
+__all__ = ["FORMAT", "VERSION", "SerializationError", "dumps", "loads", "to_dict",
+           "from_dict", "status_to_dict", "status_from_dict"]
+
+FORMAT = "hpcjobs.job"
+VERSION = 1
+
+# the model's fields are its slots ("_executable" -> "executable")
+_SPEC_FIELDS = frozenset(s[1:] for s in JobSpec.__slots__)
+_RESOURCE_FIELDS = frozenset(s[1:] for s in ResourceSpecV1.__slots__) | {"version"}
+_ATTRIBUTE_FIELDS = frozenset(s[1:] for s in JobAttributes.__slots__)
+_STATUS_FIELDS = frozenset({"state", "time", "exit_code", "message", "metadata"})
+_JOB_FIELDS = frozenset({"format", "version", "kind", "spec", "id", "native_id", "executor",
+                         "status"})
+
+
+class SerializationError(ValueError):
+    """A value cannot be written as a job document, or a document cannot be read.
+
+    The message names the offending field (``spec.attributes.custom_attributes['k'][0]``).
+    """
+
+
+# -- writing ----------------------------------------------------------------------------
+def dumps(obj: Union[JobSpec, Job], *, indent: Optional[int] = None) -> str:
+    """The JSON document for a ``JobSpec`` or a ``Job`` (ASCII text)."""
+    return json.dumps(to_dict(obj), indent=indent, allow_nan=False)
+
+
+def to_dict(obj: Union[JobSpec, Job]) -> Dict[str, Any]:
+    """The document for ``obj`` as a JSON-ready dict (see the module docstring)."""
+    if isinstance(obj, JobSpec):
+        return {"format": FORMAT, "version": VERSION, "kind": "JobSpec",
+                "spec": _spec_to_dict(obj)}
+    if isinstance(obj, Job):
+        executor = obj.executor
+        return {"format": FORMAT, "version": VERSION, "kind": "Job",
+                "spec": None if obj.spec is None else _spec_to_dict(obj.spec),
+                "id": obj.id, "native_id": obj.native_id,
+                "executor": None if executor is None else executor.name,
+                "status": status_to_dict(obj.status)}
+    raise TypeError(f"can only serialise a JobSpec or a Job, got {type(obj).__name__}")
+
+
+def status_to_dict(status: JobStatus) -> Dict[str, Any]:
+    """A ``JobStatus`` as a JSON-ready dict (unset fields left out)."""
+    d: Dict[str, Any] = {"state": status.state.name, "time": status.time}
+    if status.exit_code is not None:
+        d["exit_code"] = status.exit_code
+    if status.message is not None:
+        d["message"] = status.message
+    if status.metadata is not None:
+        _check_json("status.metadata", status.metadata)
+        d["metadata"] = status.metadata
+    return d
+
+
+def _spec_to_dict(spec: JobSpec) -> Dict[str, Any]:
+    d = copy.deepcopy(spec.to_dict())  # the caller may change it; the spec must not follow
+    attributes = d.get("attributes")
+    if attributes is not None:
+        if "duration" in attributes:
+            attributes["duration"] = _seconds(spec.attributes.duration)
+        if "custom_attributes" in attributes:
+            _check_json("spec.attributes.custom_attributes", attributes["custom_attributes"])
+    return d
+
+
+def _seconds(duration: timedelta) -> Union[int, float]:
+    # timedelta counts whole microseconds; a float of seconds carries them exactly only
+    # up to ~71 years (53-bit mantissa), so past that we refuse rather than round.
+    micros = (duration.days * 86400 + duration.seconds) * 1_000_000 + duration.microseconds
+    if micros % 1_000_000 == 0:
+        return micros // 1_000_000
+    seconds = micros / 1_000_000
+    if timedelta(seconds=seconds) != duration:
+        raise SerializationError(
+            f"spec.attributes.duration: {duration!r} has more digits than a JSON number "
+            "of seconds can carry exactly; round it to whole seconds")
+    return seconds
+
+
+def _check_json(where: str, value: Any) -> None:
+    """Refuse anything that would not come back from JSON as the same value."""
+    if value is None or type(value) in (str, int, bool):
+        return
+    if type(value) is float:
+        if not math.isfinite(value):
+            raise SerializationError(f"{where}: {value!r} is not a JSON number")
+        return
+    if type(value) is list:
+        for i, item in enumerate(value):
+            _check_json(f"{where}[{i}]", item)
+        return
+    if type(value) is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                raise SerializationError(
+                    f"{where}: key {key!r} is a {type(key).__name__}; JSON keys are strings")
+            _check_json(f"{where}[{key!r}]", item)
+        return
+    raise SerializationError(
+        f"{where}: a {type(value).__name__} is not a JSON value (use dict with str keys, "
+        "list, str, int, float, bool or None)")
+
+
+# -- reading ----------------------------------------------------------------------------
+def loads(text: Union[str, bytes]) -> Union[JobSpec, Job]:
+    """The ``JobSpec`` or ``Job`` a document describes; ``SerializationError`` if invalid."""
+    try:
+        d = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise SerializationError(f"not a JSON document: {e}") from None
+    return from_dict(d)
+
+
+def from_dict(d: Any) -> Union[JobSpec, Job]:
+    """Inverse of :func:`to_dict`."""
+    if not isinstance(d, dict) or d.get("format") != FORMAT:
+        raise SerializationError(
+            f"not an hpcjobs job document (expected a JSON object with \"format\": {FORMAT!r})")
+    version = d.get("version")
+    if version != VERSION:
+        raise SerializationError(
+            f"job document version {version!r} is not supported (this hpcjobs reads "
+            f"version {VERSION}; a newer hpcjobs may have written it)")
+    kind = d.get("kind")
+    if kind == "JobSpec":
+        _known("", d, frozenset({"format", "version", "kind", "spec"}))
+        spec = _spec_from_dict(_field(d, "spec", dict))
+        assert spec is not None
+        return spec
+    if kind == "Job":
+        _known("", d, _JOB_FIELDS)
+        job = Job(_spec_from_dict(_field(d, "spec", dict, optional=True)))
+        # a record of a job seen elsewhere: restore what it was, not a live binding
+        job._id = _field(d, "id", str)
+        job._native_id = _field(d, "native_id", str, optional=True)
+        _field(d, "executor", str, optional=True)
+        job._status = status_from_dict(_field(d, "status", dict), "status")
+        return job
+    raise SerializationError(f"unknown job document kind {kind!r} (expected 'JobSpec' or 'Job')")
+
+
+def status_from_dict(d: Dict[str, Any], where: str = "status") -> JobStatus:
+    """Inverse of :func:`status_to_dict`."""
+    _known(where + ".", d, _STATUS_FIELDS)
+    name = _field(d, "state", str, where)
+    try:
+        state = JobState[name]
+    except KeyError:
+        raise SerializationError(
+            f"{where}.state: {name!r} is not a job state "
+            f"({', '.join(s.name for s in JobState)})") from None
+    time = _field(d, "time", (int, float), where)
+    exit_code = _field(d, "exit_code", int, where, optional=True)
+    message = _field(d, "message", str, where, optional=True)
+    metadata = _field(d, "metadata", dict, where, optional=True)
+    return JobStatus(state, time=time, exit_code=exit_code, message=message, metadata=metadata)
+
+
+def _spec_from_dict(d: Optional[Dict[str, Any]]) -> Optional[JobSpec]:
+    if d is None:
+        return None
+    _known("spec.", d, _SPEC_FIELDS)
+    d = copy.deepcopy(d)  # the spec must not share lists/dicts with the caller's document
+    resources = _field(d, "resources", dict, "spec", optional=True)
+    if resources is not None:
+        _known("spec.resources.", resources, _RESOURCE_FIELDS)
+        version = resources.get("version", 1)
+        if version != 1:
+            raise SerializationError(
+                f"spec.resources.version: resource spec version {version!r} is not supported")
+    attributes = _field(d, "attributes", dict, "spec", optional=True)
+    if attributes is not None:
+        _known("spec.attributes.", attributes, _ATTRIBUTE_FIELDS)
+        _field(attributes, "duration", (int, float), "spec.attributes", optional=True)
+    try:
+        return JobSpec.from_dict(d)
+    except (TypeError, ValueError) as e:
+        # the model's checks name the field (JobSpec.arguments, ResourceSpecV1.memory...)
+        raise SerializationError(f"spec: {e}") from None
+
+
+def _known(where: str, d: Dict[str, Any], names: frozenset[str]) -> None:
+    unknown = sorted(set(d) - names)
+    if unknown:
+        raise SerializationError(
+            f"unknown field(s) {', '.join(where + str(u) for u in unknown)} "
+            f"(known: {', '.join(sorted(names))})")
+
+
+def _field(d: Dict[str, Any], name: str, kind: Union[type, tuple[type, ...]],
+           where: str = "", optional: bool = False) -> Any:
+    value = d.get(name)
+    label = f"{where}.{name}" if where else name
+    if value is None:
+        if optional:
+            return None
+        raise SerializationError(f"{label} is missing")
+    if not isinstance(value, kind) or (
+            isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))):
+        raise SerializationError(f"{label} has the wrong type: {type(value).__name__}")
+    return value
