@@ -1,0 +1,95 @@
+"""Command line: Batsim 4.2.1's flags for what hpcjobs.sim supports (docs/sim.md)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+
+from . import BATSIM_VERSION
+from .engine import Engine, Options
+from .errors import Deadlock, InputError, SimError
+from .output import write_outputs
+from .platform import parse_platform
+from .protocol import JsonCodec
+from .server import Channel, serve
+from .workload import parse_workload
+
+log = logging.getLogger(__name__)
+
+# Batsim options this simulator does not implement: refused by name rather than ignored
+UNSUPPORTED = ("-E", "--energy", "-m", "--master-host", "-r", "--redis-hostname", "--redis-port",
+               "--redis-prefix", "--enable-redis", "-W", "--workflow", "--WS", "--workflow-start",
+               "--events", "--disable-schedule-tracing", "--disable-machine-state-tracing",
+               "--enable-compute-sharing", "--disable-storage-sharing", "--mmax", "--mmax-workload",
+               "--energy-host", "--simgrid-version", "--unittest", "--no-sched",
+               "--forward-unknown-events", "--add-role-to-hosts", "--sim-log", "--verbosity")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hpcjobs-sim",
+        description="A Batsim-compatible job-scheduling simulator (JSON/ZeroMQ protocol).")
+    parser.add_argument("-p", "--platform", required=True, help="SimGrid platform file (XML, version 4.1)")
+    parser.add_argument("-w", "--workload", action="append", default=[], help="Batsim workload (JSON); repeatable")
+    parser.add_argument("-s", "--socket-endpoint", default="tcp://localhost:28000",
+                        help="decision process endpoint (tcp:// or ipc://), default %(default)s")
+    parser.add_argument("-e", "--export", default="out", help="output prefix, default %(default)s")
+    parser.add_argument("--enable-dynamic-jobs", action="store_true")
+    parser.add_argument("--acknowledge-dynamic-jobs", action="store_true")
+    parser.add_argument("--enable-profile-reuse", action="store_true")
+    parser.add_argument("--forward-profiles-on-submission", action="store_true")
+    parser.add_argument("--sched-cfg", default="", help="string forwarded as config.sched-config")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only report errors")
+    parser.add_argument("--timeout", type=float, default=600.0,
+                        help="(not in Batsim) give up when a reply takes longer than this many "
+                             "wall-clock seconds; 0 waits forever. Default %(default)s")
+    parser.add_argument("--version", action="version", version=f"{BATSIM_VERSION} (hpcjobs.sim)")
+    return parser
+
+
+def run(argv: list[str]) -> int:
+    """Parse ``argv``, simulate, write outputs; returns the exit code."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                        format="hpcjobs.sim: %(levelname)s: %(message)s", stream=sys.stderr)
+    try:
+        if unknown:
+            names = [u for u in unknown if u.split("=")[0] in UNSUPPORTED]
+            if names:
+                raise InputError(f"unsupported Batsim option(s) {' '.join(names)}: hpcjobs.sim does not "
+                                 "implement them (see docs/sim.md)")
+            raise InputError(f"unknown option(s) or argument(s): {' '.join(unknown)}")
+        if args.acknowledge_dynamic_jobs and not args.enable_dynamic_jobs:
+            raise InputError("--acknowledge-dynamic-jobs needs --enable-dynamic-jobs")
+        if args.enable_profile_reuse and not args.enable_dynamic_jobs:
+            raise InputError("--enable-profile-reuse needs --enable-dynamic-jobs")
+        if not args.socket_endpoint.startswith(("tcp://", "ipc://")):
+            raise InputError(f"--socket-endpoint {args.socket_endpoint!r}: only tcp:// and ipc:// are supported")
+        started = time.monotonic()
+        platform = parse_platform(args.platform)
+        workloads = [parse_workload(path, f"w{i}", len(platform.compute)) for i, path in enumerate(args.workload)]
+        options = Options(args.enable_dynamic_jobs, args.acknowledge_dynamic_jobs, args.enable_profile_reuse,
+                          args.forward_profiles_on_submission, args.sched_cfg)
+        engine = Engine(platform, workloads, options)
+        channel = Channel(args.socket_endpoint, JsonCodec(), args.timeout)
+        try:
+            serve(engine, channel)
+        except Deadlock:
+            # Batsim still writes its outputs after SimGrid's deadlock (fixtures: nofinish)
+            write_outputs(args.export, engine, channel.waited, time.monotonic() - started)
+            raise
+        finally:
+            channel.close()
+        write_outputs(args.export, engine, channel.waited, time.monotonic() - started)
+        log.info("simulation ended at %f: %d jobs finished, %d rejected", engine.now,
+                 len(engine.finished), engine.nb_rejected)
+        return 0
+    except SimError as exc:
+        print(f"hpcjobs.sim: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except OSError as exc:
+        print(f"hpcjobs.sim: error: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,507 @@
+"""The discrete-event core: jobs, resources, an event heap, and the protocol's semantics.
+
+Batsim's timing rules this engine reproduces (fixtures/batsim-4.2.1, docs/sim.md):
+- Events that happen while the decision process is deciding (between a request's
+  ``now`` and its reply's ``now``) travel together in the next message.
+- Otherwise each source of events at one instant gets its own message, in this order:
+  static submissions (one message per workload), job completions, requested calls,
+  then ``no_more_static_job_to_submit``.
+- Each decision is applied at its own timestamp, after every internal event due at or
+  before that timestamp (so a reply whose ``now`` is later models decision time).
+- Batsim's own messages cost no simulated time here (docs/sim.md, "Departures").
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import intervals
+from .errors import Deadlock, ProtocolViolation
+from .platform import Platform
+from .profiles import Execution
+from .workload import JobSpec, Profile, Workload, check_composed, make_job, make_profile
+
+log = logging.getLogger(__name__)
+
+Event = dict[str, Any]
+
+_SUBMIT, _COMPLETE, _CALL, _NOTIFY = 0, 1, 2, 3
+
+SUBMITTED, RUNNING = "SUBMITTED", "RUNNING"
+SUCCESS, FAILED, WALLTIME = "COMPLETED_SUCCESSFULLY", "COMPLETED_FAILED", "COMPLETED_WALLTIME_REACHED"
+KILLED, REJECTED = "COMPLETED_KILLED", "REJECTED"
+JOB_STATES = ("NOT_SUBMITTED", SUBMITTED, RUNNING, SUCCESS, FAILED, WALLTIME, KILLED, REJECTED)
+FINAL_STATES = frozenset((SUCCESS, FAILED, WALLTIME, KILLED, REJECTED))
+
+
+@dataclass(frozen=True)
+class Options:
+    """The behaviour switches Batsim takes on its command line."""
+
+    dynamic_jobs: bool = False
+    acknowledge_dynamic_jobs: bool = False
+    profile_reuse: bool = False
+    forward_profiles: bool = False
+    sched_config: str = ""
+
+
+class Job:
+    """A submitted job and what became of it."""
+
+    __slots__ = ("spec", "state", "start", "finish", "alloc", "ret", "metadata", "execution",
+                 "token", "end_state")
+
+    def __init__(self, spec: JobSpec) -> None:
+        self.spec = spec
+        self.state = SUBMITTED
+        self.start = -1.0
+        self.finish = -1.0
+        self.alloc: list[int] = []
+        self.ret = 0
+        self.metadata = ""
+        self.execution: Execution | None = None
+        self.token = 0
+        self.end_state = SUCCESS
+
+
+class Engine:
+    """State of one simulation; driven by the server loop through two calls."""
+
+    def __init__(self, platform: Platform, workloads: list[Workload], options: Options) -> None:
+        self.platform = platform
+        self.workloads = workloads
+        self.options = options
+        self.now = 0.0
+        self.ended = False
+        self._heap: list[tuple[float, int, int, int, Any]] = []
+        self._seq = 0
+        self._pending: list[Event] = []
+        self.jobs: dict[str, Job] = {}
+        self.finished: list[Job] = []
+        self.nb_rejected = 0
+        self._profiles: dict[str, dict[str, Profile]] = {}
+        self._gone: set[tuple[str, str]] = set()
+        self._refs: dict[tuple[str, str], int] = {}
+        nb = len(platform.compute)
+        self._busy: list[Job | None] = [None] * nb
+        self._last_release = [0.0] * nb
+        self.idle_time = 0.0
+        self.computing_time = 0.0
+        self._unfinished = 0
+        self._cursors = [0] * len(workloads)
+        self._static_left = 0
+        self._registration_open = options.dynamic_jobs
+        self._calls = 0
+        self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
+            "EXECUTE_JOB": self._execute, "REJECT_JOB": self._reject, "KILL_JOB": self._kill,
+            "CALL_ME_LATER": self._call_me_later, "REGISTER_JOB": self._register_job,
+            "REGISTER_PROFILE": self._register_profile, "NOTIFY": self._notify,
+            "SET_JOB_METADATA": self._set_metadata, "CHANGE_JOB_STATE": self._change_state,
+            "QUERY": self._query,
+        }
+        for index, wl in enumerate(workloads):
+            self._profiles[wl.name] = dict(wl.profiles)
+            for prof in wl.profiles.values():
+                for sub in prof.seq:
+                    self._ref(wl.name, sub, 1)
+            for spec in wl.jobs:
+                self._ref(wl.name, spec.profile, 1)
+            if wl.jobs:
+                self._static_left += 1
+                self._push(wl.jobs[0].subtime, _SUBMIT, index, None)
+        if workloads and not self._static_left:
+            self._push(0.0, _NOTIFY, 0, None)
+
+    # ---- messages ------------------------------------------------------------------
+    def simulation_begins(self) -> list[Event]:
+        """The first message's events."""
+        compute = [{"id": i, "name": h.name, "state": "idle", "properties": dict(h.properties),
+                    "zone_properties": dict(h.zone_properties)}
+                   for i, h in enumerate(self.platform.compute)]
+        opts = self.options
+        data = {
+            "nb_resources": len(compute), "nb_compute_resources": len(compute),
+            "nb_storage_resources": 0, "allow_compute_sharing": False, "allow_storage_sharing": True,
+            "config": {"redis-enabled": False, "redis-hostname": "127.0.0.1", "redis-port": 6379,
+                       "redis-prefix": "default",
+                       "profiles-forwarded-on-submission": opts.forward_profiles,
+                       "dynamic-jobs-enabled": opts.dynamic_jobs,
+                       "dynamic-jobs-acknowledged": opts.acknowledge_dynamic_jobs,
+                       "profile-reuse-enabled": opts.profile_reuse,
+                       "sched-config": opts.sched_config, "forward-unknown-events": False},
+            "compute_resources": compute, "storage_resources": [],
+            "workloads": {wl.name: wl.path for wl in self.workloads},
+            # Batsim lists each workload's profiles in reverse file order
+            "profiles": {wl.name: dict(reversed(list(wl.raw_profiles.items()))) for wl in self.workloads},
+        }
+        return [{"timestamp": 0.0, "type": "SIMULATION_BEGINS", "data": data}]
+
+    def next_events(self) -> list[Event]:
+        """Events of the next request; the clock (``now``) moves to their time."""
+        if not self._pending:
+            while self._heap and not self._pending:
+                self._pop_group()
+        if not self._pending:
+            if not self._is_over():
+                raise Deadlock(self._deadlock_reason())
+            self.ended = True
+            self._emit("SIMULATION_ENDS", {})
+        events, self._pending = self._pending, []
+        return events
+
+    def apply_reply(self, now: float, events: list[Event]) -> None:
+        """Apply the decision process's reply to the request sent at ``self.now``."""
+        asked = self.now
+        if now < asked:
+            raise ProtocolViolation(f"reply 'now' ({now}) is earlier than the request's 'now' ({asked})")
+        previous = asked
+        for index, event in enumerate(events):
+            stamp = event["timestamp"]
+            kind = event["type"]
+            if stamp > now:
+                raise ProtocolViolation(f"event #{index} ({kind}) has timestamp {stamp}, later than "
+                                        f"the message's 'now' ({now})")
+            if stamp < previous:
+                which = "the request's 'now'" if previous == asked and index == 0 else "the previous event's"
+                raise ProtocolViolation(f"event #{index} ({kind}) has timestamp {stamp}, earlier than "
+                                        f"{which} ({previous}): events must be in time order")
+            previous = stamp
+            self._advance(stamp)
+            self.now = stamp
+            handler = self._handlers.get(kind)
+            if handler is None:
+                raise ProtocolViolation(f"event #{index}: unsupported or unknown event type {kind!r}")
+            handler(event["data"])
+        if now > asked:
+            self._advance(now)
+        self.now = now
+
+    # ---- heap ----------------------------------------------------------------------
+    def _push(self, when: float, kind: int, sub: int, payload: Any) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (when, kind, sub, self._seq, payload))
+
+    def _advance(self, limit: float) -> None:
+        heap = self._heap
+        while heap and heap[0][0] <= limit:
+            self._pop_group()
+
+    def _pop_group(self) -> None:
+        heap = self._heap
+        when, kind, sub, _, payload = heapq.heappop(heap)
+        self.now = when
+        if kind == _SUBMIT:
+            self._submit_static(sub)
+            return
+        if kind == _NOTIFY:
+            self._emit("NOTIFY", {"type": "no_more_static_job_to_submit"})
+            return
+        payloads = [payload]
+        while heap and heap[0][0] == when and heap[0][1] == kind:
+            payloads.append(heapq.heappop(heap)[4])
+        if kind == _CALL:
+            for _ in payloads:
+                self._calls -= 1
+                self._emit("REQUESTED_CALL", {})
+            return
+        for job, token in payloads:
+            if job.token == token and job.state == RUNNING:
+                self._complete(job)
+
+    def _emit(self, kind: str, data: dict[str, Any]) -> None:
+        self._pending.append({"timestamp": self.now, "type": kind, "data": data})
+
+    # ---- internal events -----------------------------------------------------------
+    def _submit_static(self, index: int) -> None:
+        wl = self.workloads[index]
+        jobs = wl.jobs
+        cursor = self._cursors[index]
+        when = jobs[cursor].subtime
+        while cursor < len(jobs) and jobs[cursor].subtime == when:
+            self._submitted(jobs[cursor])
+            cursor += 1
+        self._cursors[index] = cursor
+        if cursor < len(jobs):
+            self._push(jobs[cursor].subtime, _SUBMIT, index, None)
+            return
+        self._static_left -= 1
+        if not self._static_left:
+            self._push(when, _NOTIFY, 0, None)
+
+    def _submitted(self, spec: JobSpec) -> None:
+        self.jobs[spec.job_id] = Job(spec)
+        self._unfinished += 1
+        data: dict[str, Any] = {"job_id": spec.job_id, "job": spec.raw}
+        if self.options.forward_profiles:
+            data["profile"] = self._profiles[spec.workload][spec.profile].raw
+        self._emit("JOB_SUBMITTED", data)
+
+    def _complete(self, job: Job) -> None:
+        self._finish(job, job.end_state)
+        ret = -1 if job.state == WALLTIME else job.ret
+        self._emit("JOB_COMPLETED", {"job_id": job.spec.job_id, "job_state": job.state,
+                                     "return_code": ret, "alloc": intervals.format_ids(job.alloc)})
+
+    def _finish(self, job: Job, state: str) -> None:
+        now = self.now
+        job.state = state
+        job.finish = now
+        job.token += 1
+        if job.start < 0:  # ended without running (killed or state-changed while queued)
+            job.start = now
+        self.computing_time += (now - job.start) * len(job.alloc)
+        for res in job.alloc:
+            self._busy[res] = None
+            self._last_release[res] = now
+        self._unfinished -= 1
+        self.finished.append(job)
+        self._ref(job.spec.workload, job.spec.profile, -1)
+
+    def _ref(self, workload: str, profile: str, delta: int) -> None:
+        key = (workload, profile)
+        count = self._refs.get(key, 0) + delta
+        self._refs[key] = count
+        if count == 0 and delta < 0 and not self.options.profile_reuse:
+            # Batsim frees a profile once no job or composed profile uses it any more;
+            # --enable-profile-reuse keeps it (fixtures: dyn_without_profile_reuse)
+            gone = self._profiles[workload].pop(profile, None)
+            self._gone.add(key)
+            if gone is not None:
+                for sub in gone.seq:
+                    self._ref(workload, sub, -1)
+
+    def _is_over(self) -> bool:
+        return (not self._static_left and not self._heap and not self._unfinished
+                and not self._registration_open and not self._calls)
+
+    def _deadlock_reason(self) -> str:
+        reasons = []
+        if self._registration_open:
+            reasons.append("dynamic registration is still open (the decision process never sent "
+                           "NOTIFY registration_finished)")
+        waiting = [j.spec.job_id for j in self.jobs.values() if j.state == SUBMITTED]
+        if waiting:
+            shown = ", ".join(waiting[:10]) + (" ..." if len(waiting) > 10 else "")
+            reasons.append(f"{len(waiting)} submitted job(s) were never executed, rejected or killed: {shown}")
+        return (f"deadlock at time {self.now}: nothing can happen any more but the simulation is not "
+                f"over: " + "; ".join(reasons) + " (Batsim's SimGrid reports 'Deadlock detected' here)")
+
+    # ---- decisions -----------------------------------------------------------------
+    def _job(self, data: dict[str, Any], kind: str, job_id: Any = None) -> Job:
+        jid = data.get("job_id") if job_id is None else job_id
+        if not isinstance(jid, str):
+            raise ProtocolViolation(f"{kind}: 'job_id' is missing or not a string ({jid!r})")
+        job = self.jobs.get(jid)
+        if job is None:
+            raise ProtocolViolation(f"{kind}: unknown job {jid!r}")
+        return job
+
+    def _lookup(self, workload: str) -> Callable[[str], Profile]:
+        profiles = self._profiles.get(workload, {})
+
+        def lookup(name: str) -> Profile:
+            prof = profiles.get(name)
+            if prof is None:
+                raise self._missing_profile(workload, name)
+            return prof
+        return lookup
+
+    def _missing_profile(self, workload: str, name: str) -> ProtocolViolation:
+        if (workload, name) in self._gone:
+            return ProtocolViolation(f"Cannot get profile {name!r} of workload {workload!r}: it existed "
+                                     "some time ago but is no longer accessible (its last job finished; "
+                                     "run with --enable-profile-reuse to keep profiles)")
+        return ProtocolViolation(f"unknown profile {name!r} in workload {workload!r}")
+
+    def _execute(self, data: dict[str, Any]) -> None:
+        job = self._job(data, "EXECUTE_JOB")
+        jid = job.spec.job_id
+        if job.state != SUBMITTED:
+            raise ProtocolViolation(f"EXECUTE_JOB: job {jid!r} cannot be executed: it is {job.state}")
+        alloc_text = data.get("alloc")
+        if not isinstance(alloc_text, str):
+            raise ProtocolViolation(f"EXECUTE_JOB {jid!r}: 'alloc' is missing or not a string")
+        alloc = intervals.parse(alloc_text, f"EXECUTE_JOB {jid!r} alloc")
+        nb = len(self._busy)
+        for res in alloc:
+            if res >= nb:
+                raise ProtocolViolation(f"EXECUTE_JOB {jid!r}: resource {res} does not exist "
+                                        f"(the platform has compute resources 0-{nb - 1})")
+            other = self._busy[res]
+            if other is not None:
+                raise ProtocolViolation(f"EXECUTE_JOB {jid!r}: resource {res} is busy with job "
+                                        f"{other.spec.job_id!r} (compute sharing is disabled)")
+        hosts = [self.platform.compute[r] for r in alloc]
+        mapping = data.get("mapping")
+        if mapping is not None:
+            hosts = self._map(jid, mapping, hosts)
+        lookup = self._lookup(job.spec.workload)
+        profile = lookup(job.spec.profile)
+        execution = Execution(self.platform, hosts, lookup)
+        duration, ret = execution.run(profile)
+        now = self.now
+        for res in alloc:
+            self._busy[res] = job
+            self.idle_time += now - self._last_release[res]
+        job.state = RUNNING
+        job.start = now
+        job.alloc = alloc
+        job.execution = execution
+        walltime = job.spec.walltime
+        if walltime != -1 and duration > walltime:
+            job.end_state, job.ret, duration = WALLTIME, -1, walltime
+        else:
+            job.end_state, job.ret = (SUCCESS if ret == 0 else FAILED), ret
+        self._push(now + duration, _COMPLETE, 0, (job, job.token))
+
+    def _map(self, jid: str, mapping: Any, hosts: list[Any]) -> list[Any]:
+        if not isinstance(mapping, dict) or not mapping:
+            raise ProtocolViolation(f"EXECUTE_JOB {jid!r}: 'mapping' must be a non-empty object rank -> index")
+        try:
+            pairs = sorted((int(k), int(v)) for k, v in mapping.items())
+        except (TypeError, ValueError):
+            raise ProtocolViolation(f"EXECUTE_JOB {jid!r}: 'mapping' keys and values must be integers") from None
+        if [rank for rank, _ in pairs] != list(range(len(pairs))):
+            raise ProtocolViolation(f"EXECUTE_JOB {jid!r}: 'mapping' ranks must be 0..{len(pairs) - 1}")
+        for rank, index in pairs:
+            if not 0 <= index < len(hosts):
+                raise ProtocolViolation(f"EXECUTE_JOB {jid!r}: mapping sends rank {rank} to allocation "
+                                        f"index {index}, but the allocation has {len(hosts)} resources")
+        return [hosts[index] for _, index in pairs]
+
+    def _reject(self, data: dict[str, Any]) -> None:
+        job = self._job(data, "REJECT_JOB")
+        if job.state != SUBMITTED:
+            raise ProtocolViolation(f"REJECT_JOB: job {job.spec.job_id!r} cannot be rejected: it is {job.state}")
+        job.state = REJECTED
+        job.token += 1
+        self._unfinished -= 1
+        self.nb_rejected += 1
+        self._ref(job.spec.workload, job.spec.profile, -1)
+
+    def _kill(self, data: dict[str, Any]) -> None:
+        ids = data.get("job_ids")
+        if not isinstance(ids, list) or not ids:
+            raise ProtocolViolation("KILL_JOB: 'job_ids' must be a non-empty list")
+        progress: dict[str, Any] = {}
+        for jid in ids:
+            job = self._job(data, "KILL_JOB", jid)
+            if job.state == RUNNING:
+                assert job.execution is not None
+                profile = self._lookup(job.spec.workload)(job.spec.profile)
+                progress[jid] = job.execution.progress(profile, self.now - job.start)
+                self._finish(job, KILLED)
+            elif job.state == SUBMITTED:
+                # never started: it ends killed, without progress (docs/sim.md)
+                self._finish(job, KILLED)
+        out: dict[str, Any] = {"job_ids": list(ids)}
+        if progress:
+            out["job_progress"] = progress
+        self._emit("JOB_KILLED", out)
+
+    def _call_me_later(self, data: dict[str, Any]) -> None:
+        when = data.get("timestamp")
+        if not isinstance(when, (int, float)) or isinstance(when, bool):
+            raise ProtocolViolation(f"CALL_ME_LATER: 'timestamp' is missing or not a number ({when!r})")
+        if when < self.now:
+            raise ProtocolViolation(f"CALL_ME_LATER: timestamp {when} is in the past (now is {self.now})")
+        self._calls += 1
+        self._push(float(when), _CALL, 0, None)
+
+    def _need_dynamic(self, kind: str) -> None:
+        if not self.options.dynamic_jobs:
+            raise ProtocolViolation(f"{kind} needs dynamic jobs: run with --enable-dynamic-jobs")
+
+    def _register_profile(self, data: dict[str, Any]) -> None:
+        self._need_dynamic("REGISTER_PROFILE")
+        wl, name, raw = data.get("workload_name"), data.get("profile_name"), data.get("profile")
+        if not isinstance(wl, str) or not wl or "!" in wl:
+            raise ProtocolViolation(f"REGISTER_PROFILE: invalid 'workload_name' {wl!r}")
+        if not isinstance(name, str) or not name:
+            raise ProtocolViolation(f"REGISTER_PROFILE: invalid 'profile_name' {name!r}")
+        profiles = self._profiles.setdefault(wl, {})  # registering a profile creates its workload
+        if name in profiles or (wl, name) in self._gone:
+            raise ProtocolViolation(f"REGISTER_PROFILE: duplicate profile {name!r} in workload {wl!r}")
+        prof = make_profile(name, raw, ProtocolViolation, "REGISTER_PROFILE")
+        check_composed({**profiles, name: prof}, ProtocolViolation, "REGISTER_PROFILE")
+        profiles[name] = prof
+        for sub in prof.seq:
+            self._ref(wl, sub, 1)
+
+    def _register_job(self, data: dict[str, Any]) -> None:
+        self._need_dynamic("REGISTER_JOB")
+        if not self._registration_open:
+            raise ProtocolViolation("REGISTER_JOB after NOTIFY registration_finished "
+                                    "(send NOTIFY continue_registration first)")
+        jid, raw = data.get("job_id"), data.get("job")
+        if not isinstance(jid, str) or "!" not in jid:
+            raise ProtocolViolation(f"REGISTER_JOB: 'job_id' must be a string 'workload!name' ({jid!r})")
+        if not isinstance(raw, dict):
+            raise ProtocolViolation(f"REGISTER_JOB {jid!r}: 'job' is missing or not an object")
+        if raw.get("id", jid) != jid:
+            raise ProtocolViolation(f"REGISTER_JOB: job_id {jid!r} differs from job.id {raw.get('id')!r}")
+        if "id" not in raw:
+            raw = {"id": jid, **raw}
+        workload = jid.split("!", 1)[0]
+        spec = make_job(raw, workload, ProtocolViolation, "REGISTER_JOB")
+        if jid in self.jobs:
+            raise ProtocolViolation(f"REGISTER_JOB: duplicate job id {jid!r}")
+        if spec.profile not in self._profiles.get(workload, {}):
+            raise self._missing_profile(workload, spec.profile)
+        self._ref(workload, spec.profile, 1)
+        if self.options.acknowledge_dynamic_jobs:
+            self._submitted(spec)
+        else:
+            self.jobs[jid] = Job(spec)
+            self._unfinished += 1
+
+    def _notify(self, data: dict[str, Any]) -> None:
+        kind = data.get("type")
+        if kind == "registration_finished":
+            self._need_dynamic("NOTIFY registration_finished")
+            self._registration_open = False
+        elif kind == "continue_registration":
+            self._need_dynamic("NOTIFY continue_registration")
+            self._registration_open = True
+        else:
+            raise ProtocolViolation(f"NOTIFY: unsupported type {kind!r} "
+                                    "(registration_finished, continue_registration)")
+
+    def _set_metadata(self, data: dict[str, Any]) -> None:
+        job = self._job(data, "SET_JOB_METADATA")
+        metadata = data.get("metadata")
+        if not isinstance(metadata, str):
+            raise ProtocolViolation(f"SET_JOB_METADATA {job.spec.job_id!r}: 'metadata' must be a string")
+        job.metadata = metadata
+
+    def _change_state(self, data: dict[str, Any]) -> None:
+        job = self._job(data, "CHANGE_JOB_STATE")
+        state = data.get("job_state")
+        if state not in JOB_STATES:
+            raise ProtocolViolation(f"CHANGE_JOB_STATE {job.spec.job_id!r}: unknown job_state {state!r}")
+        if job.state == RUNNING and state in FINAL_STATES:
+            raise ProtocolViolation(f"CHANGE_JOB_STATE {job.spec.job_id!r}: the job is running; "
+                                    "use KILL_JOB to stop it")
+        if job.state == SUBMITTED and state in FINAL_STATES:
+            if state == REJECTED:
+                self._reject(data)
+            else:
+                self._finish(job, state)
+            return
+        job.state = state
+
+    def _query(self, data: dict[str, Any]) -> None:
+        requests = data.get("requests")
+        if not isinstance(requests, dict) or not requests:
+            raise ProtocolViolation("QUERY: 'requests' must be a non-empty object")
+        for key in requests:
+            if key != "consumed_energy":
+                raise ProtocolViolation(f"QUERY: unsupported request {key!r} (consumed_energy)")
+        log.error("QUERY consumed_energy: the energy model is not enabled; answering with an error")
+        self._emit("ANSWER", {"consumed_energy": None,
+                              "error": "consumed_energy: the energy model is not enabled "
+                                       "(hpcjobs.sim has no energy model; Batsim needs -E)"})

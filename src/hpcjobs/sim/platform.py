@@ -1,0 +1,325 @@
+"""SimGrid platform files (version 4.1): hosts, clusters, links and routes.
+
+Supported: ``zone`` (routing Full or None, nested), ``host`` (speed in any SimGrid
+unit, ``core``, ``prop``), ``router``, ``cluster`` (flat topology: per-host links,
+optional backbone and loopback), ``link`` (SHARED / FATPIPE / SPLITDUPLEX), ``route``
+and ``zoneRoute`` with ``link_ctn``, ``prop`` on zones. Anything else is refused with
+its name (see docs/sim.md). As in Batsim, the host with property ``role="master"`` (or,
+failing that, the host named ``master_host``) runs Batsim itself and is not a compute
+resource; compute resources are numbered in host-name order, as SimGrid lists hosts.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+from . import units
+from .errors import InputError
+
+MASTER_HOST_NAME = "master_host"
+
+
+@dataclass(frozen=True)
+class Link:
+    """A network link; FATPIPE links do not share bandwidth between flows."""
+
+    name: str
+    bandwidth: float
+    latency: float
+    fatpipe: bool = False
+
+
+@dataclass
+class Host:
+    """A host of the platform (compute resource unless it is the master)."""
+
+    name: str
+    speed: float
+    cores: int
+    properties: dict[str, str]
+    zone_properties: dict[str, str]
+
+
+@dataclass
+class _Zone:
+    name: str
+    parent: _Zone | None
+    routing: str
+    properties: dict[str, str] = field(default_factory=dict)
+    # explicit routes: (src, dst) -> (gw_src, gw_dst, links); gateways are None for host routes
+    routes: dict[tuple[str, str], tuple[str | None, str | None, list[Link]]] = field(default_factory=dict)
+    cluster: _Cluster | None = None
+
+
+@dataclass
+class _Cluster:
+    host_links: dict[str, tuple[Link, Link]]  # host -> (up, down)
+    backbone: Link | None
+    loopback: Link | None
+    router: str
+
+
+class Platform:
+    """Compute resources (by Batsim id) and the routes between any two hosts."""
+
+    def __init__(self, hosts: list[Host], master: str, where: dict[str, _Zone]) -> None:
+        self.compute = sorted((h for h in hosts if h.name != master), key=lambda h: h.name)
+        self.master = master
+        self._where = where
+        self._route_cache: dict[tuple[str, str], list[Link]] = {}
+
+    def route(self, src: str, dst: str) -> list[Link]:
+        """Links crossed from host ``src`` to host ``dst`` (cached)."""
+        key = (src, dst)
+        cached = self._route_cache.get(key)
+        if cached is None:
+            cached = self._route(src, dst)
+            self._route_cache[key] = cached
+        return cached
+
+    def _route(self, src: str, dst: str) -> list[Link]:
+        zs, zd = self._where[src], self._where[dst]
+        if zs is zd:
+            return _local_route(zs, src, dst)
+        ancestors_s = _ancestors(zs)
+        ancestors_d = _ancestors(zd)
+        common = next(z for z in ancestors_s if z in ancestors_d)
+        point_s = src if zs is common else _child_towards(zs, common).name
+        point_d = dst if zd is common else _child_towards(zd, common).name
+        gw_s, gw_d, links = _lookup(common, point_s, point_d)
+        head = self.route(src, gw_s) if gw_s is not None and gw_s != src else []
+        tail = self.route(gw_d, dst) if gw_d is not None and gw_d != dst else []
+        return head + links + tail
+
+
+def _ancestors(zone: _Zone) -> list[_Zone]:
+    chain: list[_Zone] = []
+    cur: _Zone | None = zone
+    while cur is not None:
+        chain.append(cur)
+        cur = cur.parent
+    return chain
+
+
+def _child_towards(zone: _Zone, ancestor: _Zone) -> _Zone:
+    while zone.parent is not ancestor:
+        assert zone.parent is not None
+        zone = zone.parent
+    return zone
+
+
+def _lookup(zone: _Zone, src: str, dst: str) -> tuple[str | None, str | None, list[Link]]:
+    if (src, dst) in zone.routes:
+        return zone.routes[(src, dst)]
+    raise InputError(f"platform: no route from {src!r} to {dst!r} in zone {zone.name!r}")
+
+
+def _local_route(zone: _Zone, src: str, dst: str) -> list[Link]:
+    cluster = zone.cluster
+    if cluster is None:
+        if src == dst and (src, dst) not in zone.routes:
+            return []  # no loopback declared: SimGrid would refuse; we treat it as free
+        return _lookup(zone, src, dst)[2]
+    if src == dst:
+        return [cluster.loopback] if cluster.loopback is not None else []
+    links: list[Link] = []
+    if src in cluster.host_links:
+        links.append(cluster.host_links[src][0])
+    if cluster.backbone is not None:
+        links.append(cluster.backbone)
+    if dst in cluster.host_links:
+        links.append(cluster.host_links[dst][1])
+    return links
+
+
+class _Parser:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.hosts: list[Host] = []
+        self.links: dict[str, Link] = {}
+        self.where: dict[str, _Zone] = {}
+
+    def fail(self, message: str) -> InputError:
+        return InputError(f"platform {self.path}: {message}")
+
+    def attr(self, elem: ET.Element, name: str, default: str | None = None) -> str:
+        value = elem.get(name, default)
+        if value is None:
+            raise self.fail(f"<{elem.tag}> lacks the required attribute {name!r}")
+        return value
+
+    def parse(self) -> Platform:
+        try:
+            root = ET.parse(self.path).getroot()
+        except (OSError, ET.ParseError) as exc:
+            raise self.fail(f"cannot read: {exc}") from None
+        if root.tag != "platform":
+            raise self.fail(f"root element is <{root.tag}>, expected <platform>")
+        version = root.get("version", "")
+        if not version.startswith("4"):
+            raise self.fail(f"platform version {version!r} is not supported (need 4.x)")
+        zones = [c for c in root if c.tag in ("zone", "AS")]
+        for child in root:
+            if child.tag not in ("zone", "AS", "config"):
+                raise self.fail(f"unsupported element <{child.tag}> at top level")
+        if len(zones) != 1:
+            raise self.fail("expected exactly one top-level <zone>")
+        self.zone(zones[0], None)
+        return Platform(self.hosts, self.master(), self.where)
+
+    def master(self) -> str:
+        by_role = [h.name for h in self.hosts
+                   if (h.properties["role"] or h.zone_properties.get("role")) == "master"]
+        if len(by_role) > 1:
+            raise self.fail(f"several hosts have role=master: {by_role}")
+        if by_role:
+            return by_role[0]
+        if any(h.name == MASTER_HOST_NAME for h in self.hosts):
+            return MASTER_HOST_NAME
+        raise self.fail("no master host (a host with <prop id=\"role\" value=\"master\"/> "
+                        f"or named {MASTER_HOST_NAME!r}) for Batsim's own processes")
+
+    def props(self, elem: ET.Element) -> dict[str, str]:
+        return {self.attr(p, "id"): self.attr(p, "value") for p in elem if p.tag == "prop"}
+
+    def link(self, elem: ET.Element, name: str) -> Link:
+        policy = elem.get("sharing_policy", "SHARED")
+        if policy not in ("SHARED", "FATPIPE", "SPLITDUPLEX"):
+            raise self.fail(f"link {name!r}: unsupported sharing_policy {policy!r}")
+        return Link(name,
+                    units.bandwidth(self.attr(elem, "bandwidth"), f"link {name!r} bandwidth"),
+                    units.duration(elem.get("latency", "0"), f"link {name!r} latency"),
+                    fatpipe=policy == "FATPIPE")
+
+    def add_host(self, name: str, speed: float, cores: int, props: dict[str, str], zone: _Zone) -> None:
+        if name in self.where:
+            raise self.fail(f"duplicate host or router name {name!r}")
+        merged = {"role": ""}  # Batsim reports an empty role for plain compute hosts
+        merged.update(props)
+        self.hosts.append(Host(name, speed, cores, merged, dict(zone.properties)))
+        self.where[name] = zone
+
+    def route_links(self, elem: ET.Element) -> list[Link]:
+        links: list[Link] = []
+        for ctn in elem:
+            if ctn.tag != "link_ctn":
+                raise self.fail(f"unsupported element <{ctn.tag}> in <{elem.tag}>")
+            lid = self.attr(ctn, "id")
+            if lid not in self.links:
+                # SPLITDUPLEX links are referenced as id_UP / id_DOWN
+                base = lid.rsplit("_", 1)[0]
+                if base not in self.links:
+                    raise self.fail(f"<{elem.tag}> uses unknown link {lid!r}")
+                lid = base
+            links.append(self.links[lid])
+        return links
+
+    def zone(self, elem: ET.Element, parent: _Zone | None) -> None:
+        name = self.attr(elem, "id")
+        routing = elem.get("routing", "None")
+        if routing not in ("Full", "None"):
+            raise self.fail(f"zone {name!r}: routing {routing!r} is not supported (Full, None)")
+        zone = _Zone(name, parent, routing, self.props(elem))
+        self.where[name] = zone
+        for child in elem:
+            tag = child.tag
+            if tag == "prop":
+                continue
+            if tag in ("zone", "AS"):
+                self.zone(child, zone)
+            elif tag == "cluster":
+                self.cluster(child, zone)
+            elif tag == "host":
+                hname = self.attr(child, "id")
+                for sub in child:
+                    if sub.tag != "prop":
+                        raise self.fail(f"host {hname!r}: unsupported element <{sub.tag}>")
+                self.add_host(hname, units.speed(self.attr(child, "speed"), f"host {hname!r} speed"),
+                              self.cores(child, hname), self.props(child), zone)
+            elif tag == "router":
+                rname = self.attr(child, "id")
+                self.where[rname] = zone
+            elif tag == "link":
+                lname = self.attr(child, "id")
+                self.links[lname] = self.link(child, lname)
+            elif tag in ("route", "zoneRoute", "ASroute"):
+                self.route(child, zone)
+            else:
+                raise self.fail(f"zone {name!r}: unsupported element <{tag}>")
+
+    def cores(self, elem: ET.Element, name: str) -> int:
+        text = elem.get("core", "1")
+        if not text.isdigit() or int(text) < 1:
+            raise self.fail(f"{name!r}: core={text!r} is not a positive integer")
+        return int(text)
+
+    def route(self, elem: ET.Element, zone: _Zone) -> None:
+        src, dst = self.attr(elem, "src"), self.attr(elem, "dst")
+        gw_src = elem.get("gw_src")
+        gw_dst = elem.get("gw_dst")
+        links = self.route_links(elem)
+        zone.routes[(src, dst)] = (gw_src, gw_dst, links)
+        if elem.get("symmetrical", "YES").upper() == "YES" and (dst, src) not in zone.routes:
+            zone.routes[(dst, src)] = (gw_dst, gw_src, list(reversed(links)))
+
+    def cluster(self, elem: ET.Element, parent: _Zone) -> None:
+        cid = self.attr(elem, "id")
+        topology = elem.get("topology", "FLAT")
+        if topology != "FLAT":
+            raise self.fail(f"cluster {cid!r}: topology {topology!r} is not supported (FLAT)")
+        for sub in elem:
+            if sub.tag != "prop":
+                raise self.fail(f"cluster {cid!r}: unsupported element <{sub.tag}>")
+        zone = _Zone(cid, parent, "Cluster", self.props(elem))
+        self.where[cid] = zone
+        prefix, suffix = self.attr(elem, "prefix"), self.attr(elem, "suffix", "")
+        speed = units.speed(self.attr(elem, "speed"), f"cluster {cid!r} speed")
+        cores = self.cores(elem, cid)
+        bw = units.bandwidth(self.attr(elem, "bw"), f"cluster {cid!r} bw")
+        lat = units.duration(self.attr(elem, "lat"), f"cluster {cid!r} lat")
+        fat = elem.get("sharing_policy", "SPLITDUPLEX") == "FATPIPE"
+        host_links: dict[str, tuple[Link, Link]] = {}
+        for number in self.radical(elem.get("radical", ""), cid):
+            hname = f"{prefix}{number}{suffix}"
+            self.add_host(hname, speed, cores, {}, zone)
+            if elem.get("sharing_policy", "SPLITDUPLEX") == "SPLITDUPLEX":
+                up = Link(f"{cid}_link_{number}_UP", bw, lat)
+                host_links[hname] = (up, Link(f"{cid}_link_{number}_DOWN", bw, lat))
+            else:
+                shared = Link(f"{cid}_link_{number}", bw, lat, fatpipe=fat)
+                host_links[hname] = (shared, shared)
+        backbone = None
+        if elem.get("bb_bw") is not None:
+            backbone = Link(f"{cid}_backbone",
+                            units.bandwidth(self.attr(elem, "bb_bw"), f"cluster {cid!r} bb_bw"),
+                            units.duration(elem.get("bb_lat", "0"), f"cluster {cid!r} bb_lat"),
+                            fatpipe=elem.get("bb_sharing_policy", "SHARED") == "FATPIPE")
+        loopback = None
+        if elem.get("loopback_bw") is not None:
+            loopback = Link(f"{cid}_loopback",
+                            units.bandwidth(self.attr(elem, "loopback_bw"), f"cluster {cid!r} loopback_bw"),
+                            units.duration(elem.get("loopback_lat", "0"), f"cluster {cid!r} loopback_lat"),
+                            fatpipe=True)
+        router = elem.get("router_id", f"{prefix}{cid}_router{suffix}")
+        self.where[router] = zone
+        zone.cluster = _Cluster(host_links, backbone, loopback, router)
+
+    def radical(self, text: str, cid: str) -> list[int]:
+        numbers: list[int] = []
+        for part in text.split(","):
+            lo, sep, hi = part.strip().partition("-")
+            try:
+                first = int(lo)
+                last = int(hi) if sep else first
+            except ValueError:
+                raise self.fail(f"cluster {cid!r}: invalid radical {text!r}") from None
+            numbers.extend(range(first, last + 1))
+        if not numbers:
+            raise self.fail(f"cluster {cid!r}: empty radical")
+        return numbers
+
+
+def parse_platform(path: str) -> Platform:
+    """Read a SimGrid platform file; raises InputError naming the offending element."""
+    return _Parser(path).parse()

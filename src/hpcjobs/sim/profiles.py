@@ -1,0 +1,113 @@
+"""How long a profile runs on an allocation, its return code, and its progress when killed.
+
+Computation and communication of parallel profiles follow a simplified version of
+SimGrid's L07 parallel-task model (docs/sim.md, "Network model"): a task lasts the
+largest route latency among its communicating executor pairs plus the time of its most
+loaded resource (host: flops / (speed x cores in use); link: bytes / bandwidth, where a
+FATPIPE link counts only its largest flow). A composed profile runs its steps in order,
+``repeat`` times, and stops at the first step whose return code is not 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .platform import Host, Link, Platform
+from .workload import Profile
+
+ProfileLookup = Callable[[str], Profile]
+
+
+class Execution:
+    """One job's run: its executors' hosts and a per-job cache of leaf durations."""
+
+    __slots__ = ("platform", "hosts", "lookup", "_cache")
+
+    def __init__(self, platform: Platform, hosts: list[Host], lookup: ProfileLookup) -> None:
+        self.platform = platform
+        self.hosts = hosts  # executor rank -> host (after the EXECUTE_JOB mapping)
+        self.lookup = lookup
+        self._cache: dict[str, float] = {}
+
+    def run(self, profile: Profile) -> tuple[float, int]:
+        """Duration and return code of ``profile`` on this execution."""
+        if profile.kind == "delay":
+            return profile.delay, profile.ret
+        if profile.kind != "composed":
+            return self.leaf_duration(profile), profile.ret
+        total = 0.0
+        for _ in range(profile.repeat):
+            for name in profile.seq:
+                duration, ret = self.run(self.lookup(name))
+                total += duration
+                if ret != 0:
+                    return total, ret
+        return total, profile.ret
+
+    def progress(self, profile: Profile, elapsed: float) -> dict[str, Any]:
+        """Batsim's ``job_progress`` object after ``elapsed`` seconds (killed job)."""
+        if profile.kind != "composed":
+            duration = self.run(profile)[0]
+            done = elapsed / duration if duration > 0 else 0.0
+            return {"profile": profile.name, "progress": min(max(done, 0.0), 1.0)}
+        index = 0
+        for _ in range(profile.repeat):
+            for name in profile.seq:
+                sub = self.lookup(name)
+                duration = self.run(sub)[0]
+                if elapsed < duration:
+                    return {"profile": profile.name, "current_task_index": index,
+                            "current_task": self.progress(sub, elapsed)}
+                elapsed -= duration
+                index += 1
+        return {"profile": profile.name, "current_task_index": index - 1,
+                "current_task": {"profile": profile.seq[-1], "progress": 1.0}}
+
+    def leaf_duration(self, profile: Profile) -> float:
+        cached = self._cache.get(profile.name)
+        if cached is None:
+            cached = self._ptask(*self._matrices(profile))
+            self._cache[profile.name] = cached
+        return cached
+
+    def _matrices(self, profile: Profile) -> tuple[list[float], list[float]]:
+        n = len(self.hosts)
+        if profile.kind == "parallel":
+            return list(profile.cpu), list(profile.com)
+        cpu, com = profile.cpu[0], profile.com[0]
+        if profile.kind == "parallel_homogeneous_total":
+            cpu = cpu / n
+            com = com / (n * (n - 1)) if n > 1 else 0.0
+        return [cpu] * n, [0.0 if i == j else com for i in range(n) for j in range(n)]
+
+    def _ptask(self, cpu: list[float], com: list[float]) -> float:
+        n = len(cpu)
+        host_load: dict[str, float] = {}
+        host_users: dict[str, int] = {}
+        speeds: dict[str, Host] = {}
+        for rank, flops in enumerate(cpu):
+            host = self.hosts[rank]
+            speeds[host.name] = host
+            host_load[host.name] = host_load.get(host.name, 0.0) + flops
+            host_users[host.name] = host_users.get(host.name, 0) + (1 if flops > 0 else 0)
+        bottleneck = 0.0
+        for name, load in host_load.items():
+            if load > 0:
+                host = speeds[name]
+                bottleneck = max(bottleneck, load / (host.speed * min(host.cores, max(host_users[name], 1))))
+        link_load: dict[Link, float] = {}
+        latency = 0.0
+        for i in range(n):
+            for j in range(n):
+                amount = com[i * n + j]
+                if amount <= 0:
+                    continue
+                route = self.platform.route(self.hosts[i].name, self.hosts[j].name)
+                latency = max(latency, sum(link.latency for link in route))
+                for link in route:
+                    previous = link_load.get(link, 0.0)
+                    link_load[link] = max(previous, amount) if link.fatpipe else previous + amount
+        for link, load in link_load.items():
+            bottleneck = max(bottleneck, load / link.bandwidth)
+        return latency + bottleneck

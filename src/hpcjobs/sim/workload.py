@@ -1,0 +1,187 @@
+"""Batsim workloads: job and profile descriptions, validated with errors naming the field.
+
+The same validation serves static workload files (InputError) and the decision
+process's REGISTER_PROFILE / REGISTER_JOB (ProtocolViolation).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import InputError, SimError
+
+SIMPLE_TYPES = ("delay", "parallel", "parallel_homogeneous", "parallel_homogeneous_total")
+PROFILE_TYPES = SIMPLE_TYPES + ("composed",)
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """One profile; ``raw`` is the description exactly as given (echoed in messages)."""
+
+    name: str
+    kind: str
+    ret: int
+    raw: dict[str, Any]
+    delay: float = 0.0
+    cpu: tuple[float, ...] = ()
+    com: tuple[float, ...] = ()
+    seq: tuple[str, ...] = ()
+    repeat: int = 1
+
+
+def make_profile(name: str, raw: object, error: type[SimError], where: str) -> Profile:
+    """Validate one profile description; ``where`` prefixes error messages."""
+
+    def fail(msg: str) -> SimError:
+        return error(f"{where}: profile {name!r} {msg}")
+
+    if not isinstance(raw, dict):
+        raise fail("is not a JSON object")
+    kind = raw.get("type")
+    if kind not in PROFILE_TYPES:
+        raise fail(f"has unsupported type {kind!r} (supported: {', '.join(PROFILE_TYPES)})")
+    ret = raw.get("ret", 0)
+    if not isinstance(ret, int) or isinstance(ret, bool):
+        raise fail(f"has a non-integer 'ret' field ({ret!r})")
+    if kind == "delay":
+        delay = raw.get("delay")
+        if not _number(delay):
+            raise fail(f"has a non-number 'delay' field ({delay!r})")
+        assert isinstance(delay, (int, float))
+        if delay <= 0:
+            # Batsim 4.2.1 refuses the workload for this (fixtures README)
+            raise fail(f"has a non-strictly-positive 'delay' field ({delay})")
+        return Profile(name, kind, ret, raw, delay=float(delay))
+    if kind == "composed":
+        seq = raw.get("seq")
+        if not isinstance(seq, list) or not seq or not all(isinstance(s, str) for s in seq):
+            raise fail("needs a 'seq' field: a non-empty list of profile names")
+        repeat = raw.get("repeat", 1)
+        if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
+            raise fail(f"has an invalid 'repeat' field ({repeat!r}): need an integer >= 1")
+        return Profile(name, kind, ret, raw, seq=tuple(seq), repeat=repeat)
+    cpu, com = raw.get("cpu"), raw.get("com")
+    if kind == "parallel":
+        if not isinstance(cpu, list) or not cpu or not all(_number(c) and c >= 0 for c in cpu):
+            raise fail("needs a 'cpu' field: a non-empty list of non-negative numbers")
+        if not isinstance(com, list) or len(com) != len(cpu) ** 2 or not all(_number(c) and c >= 0 for c in com):
+            raise fail(f"needs a 'com' field: a list of {len(cpu) ** 2} non-negative numbers "
+                       f"(a {len(cpu)}x{len(cpu)} matrix)")
+        return Profile(name, kind, ret, raw, cpu=tuple(map(float, cpu)), com=tuple(map(float, com)))
+    for field_name, value in (("cpu", cpu), ("com", com)):
+        if not _number(value) or value < 0:  # type: ignore[operator]
+            raise fail(f"has an invalid {field_name!r} field ({value!r}): need a number >= 0")
+    assert isinstance(cpu, (int, float)) and isinstance(com, (int, float))
+    return Profile(name, kind, ret, raw, cpu=(float(cpu),), com=(float(com),))
+
+
+@dataclass(slots=True)
+class JobSpec:
+    """A job description as submitted (static) or registered (dynamic)."""
+
+    job_id: str  # "workload!name"
+    workload: str
+    name: str
+    subtime: float
+    walltime: float  # -1: none
+    res: int
+    profile: str
+    raw: dict[str, Any]  # echoed in JOB_SUBMITTED, with "id" set to job_id
+
+
+def make_job(raw: object, workload: str, error: type[SimError], where: str,
+             subtime_required: bool = True) -> JobSpec:
+    """Validate one job description (``id``, ``subtime``, ``res``, ``profile``, ``walltime``)."""
+    if not isinstance(raw, dict):
+        raise error(f"{where}: job is not a JSON object")
+    jid = raw.get("id")
+    if not isinstance(jid, (str, int)) or isinstance(jid, bool):
+        raise error(f"{where}: job has an invalid 'id' ({jid!r})")
+    name = str(jid)
+    full = name if "!" in name else f"{workload}!{name}"
+    name = full.split("!", 1)[1]
+
+    def fail(msg: str) -> SimError:
+        return error(f"{where}: job {full!r} {msg}")
+
+    subtime = raw.get("subtime")
+    if subtime is None and not subtime_required:
+        subtime = 0.0
+    if not isinstance(subtime, (int, float)) or isinstance(subtime, bool) or subtime < 0:
+        raise fail(f"has an invalid or missing 'subtime' ({subtime!r})")
+    res = raw.get("res")
+    if not isinstance(res, int) or isinstance(res, bool) or res < 1:
+        raise fail(f"has an invalid or missing 'res' ({res!r}): need an integer >= 1")
+    profile = raw.get("profile")
+    if not isinstance(profile, str):
+        raise fail(f"has an invalid or missing 'profile' ({profile!r})")
+    walltime = raw.get("walltime", -1)
+    if not isinstance(walltime, (int, float)) or isinstance(walltime, bool) or (walltime <= 0 and walltime != -1):
+        raise fail(f"has an invalid 'walltime' ({walltime!r}): need a number > 0, or -1 for none")
+    echoed = dict(raw)
+    echoed["id"] = full
+    assert isinstance(subtime, (int, float)) and isinstance(walltime, (int, float))
+    return JobSpec(full, workload, name, float(subtime), float(walltime), res, profile, echoed)
+
+
+@dataclass
+class Workload:
+    """A workload file: its name (w0, w1, ...), path as given, jobs and profiles."""
+
+    name: str
+    path: str
+    jobs: list[JobSpec]
+    profiles: dict[str, Profile]
+    raw_profiles: dict[str, Any]
+
+
+def check_composed(profiles: dict[str, Profile], error: type[SimError], where: str) -> None:
+    """Every profile named in a composed profile's ``seq`` must exist in the same workload."""
+    for prof in profiles.values():
+        for sub in prof.seq:
+            if sub not in profiles:
+                raise error(f"{where}: composed profile {prof.name!r} uses unknown profile {sub!r}")
+
+
+def parse_workload(path: str, name: str, nb_compute: int) -> Workload:
+    """Read a Batsim workload JSON file; raises InputError naming the offending field."""
+    where = f"workload {path}"
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{where}: cannot read: {exc}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{where}: not a JSON object")
+    nb_res = data.get("nb_res")
+    if not isinstance(nb_res, int) or isinstance(nb_res, bool) or nb_res < 1:
+        raise InputError(f"{where}: 'nb_res' is missing or not a positive integer ({nb_res!r})")
+    raw_profiles = data.get("profiles", {})
+    if not isinstance(raw_profiles, dict):
+        raise InputError(f"{where}: 'profiles' is not an object")
+    profiles = {pname: make_profile(pname, praw, InputError, where) for pname, praw in raw_profiles.items()}
+    check_composed(profiles, InputError, where)
+    raw_jobs = data.get("jobs", [])
+    if not isinstance(raw_jobs, list):
+        raise InputError(f"{where}: 'jobs' is not a list")
+    jobs: list[JobSpec] = []
+    seen: set[str] = set()
+    for raw in raw_jobs:
+        job = make_job(raw, name, InputError, where)
+        if job.job_id in seen:
+            raise InputError(f"{where}: duplicate job id {job.name!r}")
+        seen.add(job.job_id)
+        if job.profile not in profiles:
+            raise InputError(f"{where}: job {job.name!r} uses unknown profile {job.profile!r}")
+        if job.res > nb_compute:
+            raise InputError(f"{where}: job {job.name!r} requests {job.res} resources but the "
+                             f"platform has {nb_compute} compute resources")
+        jobs.append(job)
+    jobs.sort(key=lambda j: j.subtime)  # stable: file order among equal subtimes
+    return Workload(name, path, jobs, profiles, raw_profiles)
