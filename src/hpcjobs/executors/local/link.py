@@ -1,0 +1,128 @@
+"""The client's end of a nanny: start it, send it requests, read its events.
+
+One reader thread per nanny turns the nanny's event lines into calls of a handler. It
+blocks in ``select`` on the event pipe and a wake-up pipe (for ``close()``), so it costs
+nothing while nothing happens and reacts at once when a job starts or ends. The handler
+is held weakly: a forgotten executor is collected and its reader ends.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import selectors
+import subprocess
+import sys
+import threading
+import weakref
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from ...errors import SubmitException
+from . import nanny
+
+__all__ = ["NannyLink"]
+
+log = logging.getLogger(__name__)
+
+#: handler(event) for each event; handler(None) when the nanny died
+Handler = Callable[[Optional[list[Any]]], None]
+
+
+class NannyLink:
+    """A running nanny and the thread that reads its reports."""
+
+    def __init__(self, name: str, jobs_dir: Path, nannies_dir: Path, grace: float,
+                 handler: Handler) -> None:
+        self.token = os.urandom(4).hex()
+        log_path = nannies_dir / f"{self.token}.log"
+        with open(log_path, "ab") as err:
+            # -I -S: the nanny needs only the standard library; skipping site and user
+            # paths makes it start fast and immune to the user's PYTHON* settings
+            p = subprocess.Popen([sys.executable, "-I", "-S", nanny.__file__, str(jobs_dir),
+                                  repr(grace)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=err, start_new_session=True)
+        assert p.stdin is not None and p.stdout is not None
+        p.wait()  # the intermediate process; the nanny itself is its orphaned child
+        self._requests = p.stdin.fileno()
+        self._files = (p.stdin, p.stdout)
+        self._events = p.stdout.fileno()
+        first = _read_line(self._events)
+        if first is None:
+            self._close_pipes()
+            raise SubmitException(f"the local job nanny did not start (see {log_path})",
+                                  transient=True)
+        _, self.pid, self.ticks = json.loads(first)
+        self._send_lock = threading.Lock()
+        self._wake_r, self._wake_w = os.pipe()
+        self.alive = True
+        ref: Callable[[], Optional[Handler]]
+        ref = weakref.WeakMethod(handler) if hasattr(handler, "__self__") else (lambda: handler)
+        self._thread = threading.Thread(target=self._read, args=(ref,), name=f"{name}-reader",
+                                        daemon=True)
+        self._thread.start()
+
+    def send(self, request: list[Any]) -> None:
+        """Send one request; raises OSError if the nanny is gone."""
+        line = json.dumps(request).encode() + b"\n"
+        with self._send_lock:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(self._requests, view):]
+
+    def close(self) -> None:
+        """Stop reading and let the nanny go: it finishes its jobs, then exits."""
+        if self._wake_w < 0:
+            return
+        os.write(self._wake_w, b"x")
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+        self._close_pipes()
+        os.close(self._wake_w)
+        os.close(self._wake_r)
+        self._wake_w = -1
+
+    def _close_pipes(self) -> None:
+        self.alive = False
+        for f in self._files:
+            f.close()
+
+    def _read(self, ref: Callable[[], Optional[Handler]]) -> None:
+        sel = selectors.DefaultSelector()
+        sel.register(self._events, selectors.EVENT_READ)
+        sel.register(self._wake_r, selectors.EVENT_READ)
+        partial = b""
+        try:
+            while True:
+                ready = [key.fd for key, _ in sel.select()]
+                if self._wake_r in ready:
+                    return
+                data = os.read(self._events, 1 << 16)
+                handler = ref()
+                if handler is None:
+                    return
+                if not data:
+                    log.warning("the local job nanny (pid %s) died", self.pid)
+                    self.alive = False
+                    handler(None)
+                    return
+                *lines, partial = (partial + data).split(b"\n")
+                for line in lines:
+                    try:
+                        handler(json.loads(line))
+                    except Exception:
+                        log.exception("failed to handle nanny event %r", line)
+                del handler
+        finally:
+            sel.close()
+
+
+def _read_line(fd: int) -> Optional[bytes]:
+    buf = b""
+    while not buf.endswith(b"\n"):
+        data = os.read(fd, 4096)
+        if not data:
+            return None
+        buf += data
+    return buf

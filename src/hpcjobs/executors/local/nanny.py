@@ -1,0 +1,285 @@
+"""The nanny: the one process that spawns, reaps and records a local executor's jobs.
+
+Why a separate process: a job's exit status can only be collected by its parent, and it
+must survive the client being SIGKILLed, yet ``single`` must exec the executable with no
+shell in between. So each executor starts one nanny (lazily, in its own session, as a
+grandchild that init adopts, so nobody has to reap it). The nanny reads one JSON request
+per line on stdin, reports one JSON event per line on stdout, and writes each job's
+records into the job's own directory, where any process can read them:
+
+    requests   ["S", id, argv, env, cwd, stdin, stdout, stderr]   spawn a job
+               ["K", id]                                          cancel a job
+    events     ["N", nanny_pid, start_ticks]                      first line: who I am
+               ["S", id, pid, time]                               started
+               ["X", id, exit_code, time, canceled]               ended (code < 0: signal)
+               ["E", id, message]                                 could not be started
+    records    <jobs>/<id>/pid     "<pid> <start_ticks>\\n"
+               <jobs>/<id>/exit    "<exit_code> <time> <canceled 0|1>\\n"
+               <jobs>/<id>/cancel  created by whoever cancels the job
+
+A record is complete when it ends with a newline (written with one ``write``), so readers
+never act on a half-written file. One loop, no threads: ``selectors`` waits on the request
+pipe and on SIGCHLD (through ``signal.set_wakeup_fd``), and each wake-up reaps every
+exited child with ``waitpid(-1, WNOHANG)``: O(1) work per exit, no sleeping. When the
+client closes the pipe (or dies) the nanny keeps reaping until its last job has ended,
+then exits.
+
+This file is also run as a script (``python -I -S nanny.py <jobs dir> <grace>``), so it
+imports nothing but the standard library: the client imports its record helpers too.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from typing import Any, Optional
+
+PID_FILE = "pid"
+EXIT_FILE = "exit"
+CANCEL_FILE = "cancel"
+
+
+# -- records shared with the client -------------------------------------------------------
+def start_ticks(pid: int) -> Optional[int]:
+    """The process's start time in clock ticks since boot (Linux ``/proc/<pid>/stat``
+    field 22), which with the pid identifies a process across pid reuse; None if
+    there is no such process (or no ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    # field 2 (comm) is in parentheses and may itself contain ") ": split after the last
+    return int(data[data.rindex(b")") + 2:].split()[19])
+
+
+def process_alive(pid: int, ticks: Optional[int]) -> bool:
+    """True if process ``pid`` exists and (when ``ticks`` is known) is the same process
+    that had start time ``ticks``: a reused pid is not mistaken for the job."""
+    now = start_ticks(pid)
+    if now is not None:
+        return ticks is None or now == ticks
+    if os.path.isdir("/proc/self"):
+        return False
+    try:  # no /proc: the pid is all we can check
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def write_record(path: str, text: str) -> None:
+    """Write ``text`` (ending in a newline) to ``path`` with a single write."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def read_record(path: str) -> Optional[list[str]]:
+    """The fields of a complete record, or None if it is missing or still being written."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not data.endswith(b"\n"):
+        return None
+    return data.decode().split()
+
+
+# -- the nanny itself ---------------------------------------------------------------------
+def _write_all(fd: int, data: bytes) -> None:
+    # a signal (SIGCHLD) can cut a large pipe write short: finish it
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _open(field: str, path: Optional[str], flags: int) -> int:
+    try:
+        return os.open(path or os.devnull, flags, 0o666)
+    except OSError as e:
+        raise _SpawnError(f"cannot open JobSpec.{field} {path!r}: {e.strerror}") from None
+
+
+class _SpawnError(Exception):
+    pass
+
+
+class Nanny:
+    """Spawns the jobs asked for on ``requests``, reports on ``events``."""
+
+    def __init__(self, jobs_dir: str, grace: float, requests: int, events: int) -> None:
+        self.jobs_dir = jobs_dir
+        self.grace = grace
+        self.requests = requests
+        self.events: Optional[int] = events
+        self.running: dict[int, tuple[str, "subprocess.Popen[bytes]"]] = {}
+        self.pids: dict[str, int] = {}
+        self.canceled: set[str] = set()
+        self.kills: list[tuple[float, int, str]] = []  # (deadline, pid, id): SIGKILL due
+        self.pending: list[bytes] = []
+
+    def report(self, *event: Any) -> None:
+        if self.events is not None:
+            self.pending.append(json.dumps(event).encode() + b"\n")
+
+    def flush(self) -> None:
+        if self.pending and self.events is not None:
+            try:
+                _write_all(self.events, b"".join(self.pending))
+            except BrokenPipeError:  # the client is gone; the job records still count
+                os.close(self.events)
+                self.events = None
+        self.pending.clear()
+
+    def run(self) -> None:
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        sel = selectors.DefaultSelector()
+        sel.register(self.requests, selectors.EVENT_READ)
+        sel.register(wake_r, selectors.EVENT_READ)
+        client_open = True
+        partial = b""
+        while client_open or self.running:
+            timeout = max(0.0, self.kills[0][0] - time.monotonic()) if self.kills else None
+            for key, _ in sel.select(timeout):
+                if key.fd == wake_r:
+                    while True:
+                        try:
+                            if not os.read(wake_r, 4096):
+                                break
+                        except BlockingIOError:
+                            break
+                    continue
+                data = os.read(self.requests, 1 << 16)
+                if not data:
+                    client_open = False
+                    sel.unregister(self.requests)
+                    continue
+                *lines, partial = (partial + data).split(b"\n")
+                for line in lines:
+                    self.handle(json.loads(line))
+            self.reap()
+            self.fire_kills()
+            self.flush()
+
+    def handle(self, request: list[Any]) -> None:
+        if request[0] == "S":
+            self.spawn(*request[1:])
+        elif request[0] == "K":
+            self.cancel(request[1])
+
+    def spawn(self, job_id: str, argv: list[str], env: dict[str, str], cwd: str,
+              stdin: Optional[str], stdout: Optional[str], stderr: Optional[str]) -> None:
+        fds: list[int] = []
+        try:
+            fds.append(_open("stdin_path", stdin, os.O_RDONLY))
+            out_flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+            fds.append(_open("stdout_path", stdout, out_flags))
+            if stderr is not None and stderr == stdout:
+                fds.append(fds[1])  # one file, one offset: the two streams interleave
+            else:
+                fds.append(_open("stderr_path", stderr, out_flags))
+            try:
+                # start_new_session: the job leads its own process group, so a cancel
+                # reaches everything it started; restore_signals (the default) gives
+                # it the default SIGPIPE disposition that Python changed for itself
+                p = subprocess.Popen(argv, stdin=fds[0], stdout=fds[1], stderr=fds[2],
+                                     cwd=cwd, env=env, start_new_session=True)
+            except OSError as e:
+                what = e.filename if e.filename is not None else argv[0]
+                raise _SpawnError(f"could not start the job: {e.strerror}: {what!r}") from None
+        except _SpawnError as e:
+            self.report("E", job_id, str(e))
+            return
+        finally:
+            for fd in set(fds):
+                os.close(fd)
+        self.running[p.pid] = (job_id, p)
+        self.pids[job_id] = p.pid
+        now = time.time()
+        write_record(os.path.join(self.jobs_dir, job_id, PID_FILE),
+                     f"{p.pid} {start_ticks(p.pid)}\n")
+        self.report("S", job_id, p.pid, now)
+
+    def cancel(self, job_id: str) -> None:
+        pid = self.pids.get(job_id)
+        if pid is None:  # already ended (or never started): nothing to do
+            return
+        self.canceled.add(job_id)
+        _killpg(pid, signal.SIGTERM)
+        heapq.heappush(self.kills, (time.monotonic() + self.grace, pid, job_id))
+
+    def fire_kills(self) -> None:
+        now = time.monotonic()
+        while self.kills and self.kills[0][0] <= now:
+            _, pid, job_id = heapq.heappop(self.kills)
+            if self.pids.get(job_id) == pid:
+                _killpg(pid, signal.SIGKILL)
+
+    def reap(self) -> None:
+        while self.running:
+            if self.canceled:
+                # peek before reaping: a cancelled job's group gets SIGKILL while its
+                # leader's pid still names it (after the reap the pid may be reused)
+                info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                if info is None:
+                    return
+                entry = self.running.get(info.si_pid)
+                if entry is not None and entry[0] in self.canceled:
+                    _killpg(info.si_pid, signal.SIGKILL)
+                pid, status = os.waitpid(info.si_pid, 0)
+            else:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+                if pid == 0:
+                    return
+            now = time.time()
+            entry = self.running.pop(pid, None)
+            if entry is None:
+                continue
+            job_id, p = entry
+            code = os.waitstatus_to_exitcode(status)
+            p.returncode = code  # reaped here: subprocess must not wait for it again
+            del self.pids[job_id]
+            job_dir = os.path.join(self.jobs_dir, job_id)
+            canceled = job_id in self.canceled or os.path.exists(
+                os.path.join(job_dir, CANCEL_FILE))
+            self.canceled.discard(job_id)
+            write_record(os.path.join(job_dir, EXIT_FILE), f"{code} {now:.6f} {int(canceled)}\n")
+            self.report("X", job_id, code, now, canceled)
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def main(argv: list[str]) -> None:
+    """``nanny.py <jobs dir> <cancel grace seconds>``; requests on stdin, events on stdout."""
+    jobs_dir, grace = argv[0], float(argv[1])
+    # become a grandchild of the client: init adopts us, so no zombie waits on the client
+    if os.fork() != 0:
+        os._exit(0)
+    events = sys.stdout.fileno()
+    _write_all(events, json.dumps(["N", os.getpid(), start_ticks(os.getpid())]).encode() + b"\n")
+    Nanny(jobs_dir, grace, sys.stdin.fileno(), events).run()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
