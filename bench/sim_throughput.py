@@ -1,0 +1,168 @@
+"""Benchmark hpcjobs.sim: delay jobs with Poisson arrivals (1-8 hosts each) on a
+1,000-host platform, driven by the minimal FCFS decision process below.
+
+Prints one JSON line: simulated jobs per wall-clock second, the simulator's peak RSS,
+and, as the baseline measured in the same run, the bare JSON/ZeroMQ round-trip rate
+between two processes of this machine (the floor no simulator over this protocol can
+beat). For scale, real Batsim 4.2.1 does the full workload here at about 900 jobs/s
+with 540 MB; the target is >= 5,000 jobs/s and <= 200 MB.
+
+Usage: python bench/sim_throughput.py [--jobs 100000] [--hosts 1000] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+
+import zmq
+
+TARGET_JOBS_PER_S = 5000.0
+TARGET_PEAK_MB = 200.0
+BATSIM_REFERENCE = {"jobs_per_s": 900.0, "peak_mb": 540.0}
+
+
+def arrival_rate(nb_hosts: int) -> float:
+    """Poisson arrival rate (jobs/s): 90 % of what the platform can run."""
+    return 0.9 * nb_hosts / (4.5 * 60.5)
+
+
+def write_inputs(folder: str, nb_jobs: int, nb_hosts: int, seed: int) -> tuple[str, str]:
+    rng = random.Random(seed)
+    platform = os.path.join(folder, "platform.xml")
+    with open(platform, "w", encoding="utf-8") as out:
+        out.write(f"""<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+  <zone id="AS0" routing="Full">
+    <cluster id="C" prefix="node" suffix="" radical="0-{nb_hosts - 1}" speed="1Gf" bw="1GBps" lat="0us"/>
+    <cluster id="M" prefix="master_host" suffix="" radical="0-0" speed="1Gf" bw="1GBps" lat="0us">
+      <prop id="role" value="master"/>
+    </cluster>
+    <link id="backbone" bandwidth="10GBps" latency="0us"/>
+    <zoneRoute src="C" dst="M" gw_src="nodeC_router" gw_dst="master_hostM_router">
+      <link_ctn id="backbone"/>
+    </zoneRoute>
+  </zone>
+</platform>
+""")
+    # Like workloads made from SWF traces, times are whole seconds. Delays of 1-120 s
+    # (mean 60.5) on 1-8 hosts (mean 4.5) give a capacity of hosts / 272 jobs/s; jobs
+    # arrive at 90 % of it, so the platform is busy but the queue stays bounded.
+    delays = list(range(1, 121))
+    profiles = {f"d{d}": {"type": "delay", "delay": d} for d in delays}
+    jobs = []
+    now = 0.0
+    for i in range(nb_jobs):
+        now += rng.expovariate(arrival_rate(nb_hosts))
+        jobs.append({"id": i, "subtime": float(int(now)), "res": rng.randint(1, 8),
+                     "profile": f"d{rng.choice(delays)}", "walltime": -1})
+    workload = os.path.join(folder, "workload.json")
+    with open(workload, "w", encoding="utf-8") as out:
+        json.dump({"nb_res": nb_hosts, "jobs": jobs, "profiles": profiles}, out)
+    return platform, workload
+
+
+def fcfs(sock: zmq.Socket) -> int:  # type: ignore[type-arg]
+    """First-come first-served: start queued jobs in order while the head fits."""
+    queue: deque[tuple[str, int]] = deque()
+    free: list[int] = []
+    messages = 0
+    loads, dumps = json.loads, json.dumps
+    while True:
+        msg = loads(sock.recv())
+        messages += 1
+        now = msg["now"]
+        decisions = []
+        for event in msg["events"]:
+            kind = event["type"]
+            data = event["data"]
+            if kind == "JOB_SUBMITTED":
+                queue.append((data["job_id"], data["job"]["res"]))
+            elif kind == "JOB_COMPLETED":
+                for part in data["alloc"].split():
+                    lo, _, hi = part.partition("-")
+                    free.extend(range(int(lo), int(hi or lo) + 1))
+            elif kind == "SIMULATION_BEGINS":
+                free = list(range(data["nb_compute_resources"]))
+            elif kind == "SIMULATION_ENDS":
+                sock.send(b'{"now": %r, "events": []}' % now)
+                return messages
+        while queue and queue[0][1] <= len(free):
+            job_id, res = queue.popleft()
+            alloc = [free.pop() for _ in range(res)]
+            decisions.append({"timestamp": now, "type": "EXECUTE_JOB",
+                              "data": {"job_id": job_id, "alloc": " ".join(map(str, alloc))}})
+        sock.send(dumps({"now": now, "events": decisions}).encode())
+
+
+def zmq_baseline(endpoint: str, count: int) -> float:
+    """Round trips per second of a comparable JSON message between two processes."""
+    echo = ("import sys, zmq\nc = zmq.Context(); s = c.socket(zmq.REQ); s.connect(sys.argv[1])\n"
+            "m = b'{\"now\": 1.0, \"events\": [{\"timestamp\": 1.0, \"type\": \"JOB_COMPLETED\", "
+            "\"data\": {\"job_id\": \"w0!1\", \"job_state\": \"COMPLETED_SUCCESSFULLY\", "
+            "\"return_code\": 0, \"alloc\": \"1-4\"}}]}'\n"
+            f"for _ in range({count}):\n    s.send(m); s.recv()\n")
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.REP)
+    sock.bind(endpoint)
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", echo, endpoint])
+    for _ in range(count):
+        msg = json.loads(sock.recv())
+        sock.send(json.dumps({"now": msg["now"], "events": []}).encode())
+    elapsed = time.perf_counter() - start
+    proc.wait(timeout=60)
+    sock.close(linger=0)
+    ctx.term()
+    return count / elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=100_000)
+    parser.add_argument("--hosts", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        platform, workload = write_inputs(folder, args.jobs, args.hosts, args.seed)
+        endpoint = f"ipc://{folder}/bench.sock"
+        ctx = zmq.Context()
+        sock = ctx.socket(zmq.REP)
+        sock.bind(endpoint)
+        start = time.perf_counter()
+        sim = subprocess.Popen([sys.executable, "-m", "hpcjobs.sim", "-p", platform, "-w", workload,
+                                "-s", endpoint, "-e", os.path.join(folder, "out"), "-q"])
+        messages = fcfs(sock)
+        code = sim.wait(timeout=3600)
+        elapsed = time.perf_counter() - start
+        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        sock.close(linger=0)
+        ctx.term()
+        with open(os.path.join(folder, "out_jobs.csv"), encoding="utf-8") as out:
+            finished = sum(1 for _ in out) - 1
+        baseline = zmq_baseline(f"ipc://{folder}/baseline.sock", min(messages, 50_000))
+    jobs_per_s = args.jobs / elapsed
+    print(json.dumps({
+        "bench": "sim_throughput", "jobs": args.jobs, "hosts": args.hosts, "exit_code": code,
+        "jobs_finished": finished, "arrival_rate_per_s": round(arrival_rate(args.hosts), 3),
+        "time_resolution_s": 1, "messages": messages, "messages_per_job": round(messages / args.jobs, 3), "wall_s": round(elapsed, 3),
+        "jobs_per_s": round(jobs_per_s, 1), "peak_rss_mb": round(peak_mb, 1),
+        "baseline_zmq_json_roundtrips_per_s": round(baseline, 1),
+        "roundtrip_floor_jobs_per_s": round(baseline * args.jobs / messages, 1),
+        "target": {"jobs_per_s": TARGET_JOBS_PER_S, "peak_mb": TARGET_PEAK_MB},
+        "batsim_4.2.1_reference": BATSIM_REFERENCE,
+        "meets_target": jobs_per_s >= TARGET_JOBS_PER_S and peak_mb <= TARGET_PEAK_MB,
+    }))
+
+
+if __name__ == "__main__":
+    main()
