@@ -11,7 +11,7 @@ from typing import Optional
 
 import pytest
 
-from conftest import PROBE, RunLauncher, write_script
+from launcher_helpers import PROBE, RunLauncher, write_script
 
 OPENMPI = "mpirun (Open MPI) 4.1.4\n\nReport bugs to http://www.open-mpi.org/community/help/"
 HYDRA = "HYDRA build details:\n    Version:                                 4.0.2"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conftest import RunLauncher, write_script
+from launcher_helpers import RunLauncher, write_script
 
 SCONTROL = """#!/bin/sh
 # stand-in for Slurm's scontrol: records its arguments, prints two host names

@@ -13,7 +13,7 @@ from typing import Callable
 
 import pytest
 
-from conftest import TIMEOUT, RunLauncher, launch_command
+from launcher_helpers import TIMEOUT, RunLauncher, launch_command
 
 
 def test_multiple_rank_variables(run_launcher: RunLauncher) -> None:
@@ -107,7 +107,8 @@ def test_signal_stops_every_rank_and_skips_post_launch(tmp_path: Path, sig: int)
     post.write_text(f"touch '{tmp_path}/post_ran'\n")
     rank = [sys.executable, "-c",
             "import os, sys, time\n"
-            "open(os.path.join(sys.argv[1], os.environ['PSIJ_RANK']), 'w').write(str(os.getpid()))\n"
+            "path = os.path.join(sys.argv[1], os.environ['PSIJ_RANK'])\n"
+            "open(path, 'w').write(str(os.getpid()))\n"
             "time.sleep(300)\n", str(pids)]
     argv = launch_command("multiple", rank, post=str(post), n=3)
     # its own session, as executors start jobs: the signal goes to the launcher only

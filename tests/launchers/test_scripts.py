@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SCRIPTS_DIR, RunLauncher, need_openmpi
+from launcher_helpers import SCRIPTS_DIR, RunLauncher, need_openmpi
 
 HOSTILE = ["", " ", "a b", "'", '"', "it's \"quoted\"", "$(touch pwned)", "`touch pwned`",
            "$HOME", "${PATH}", "a\nb", "tab\there", "*", "?", "-n", "--", "-e", "a\\nb",
