@@ -636,9 +636,12 @@ def _open_stdio(options: dict[str, Any], jobid: int) -> tuple[list[Any], Callabl
     out_path, err_path = path_of("output", "stdout"), path_of("output", "stderr")
     stdout: Any = open(out_path, "ab" if options.get("output", {}).get("mode") == "append"
                        else "wb") if out_path else subprocess.DEVNULL
-    # from_command(): stderr goes to the stdout file unless set separately
+    # from_command(): stderr goes to the stdout file unless set separately; an explicit
+    # output.stderr.type other than "file" (e.g. "kvs") keeps it apart
     if err_path and err_path != out_path:
         stderr: Any = open(err_path, "wb")
+    elif "type" in options.get("output", {}).get("stderr", {}) and not err_path:
+        stderr = subprocess.DEVNULL
     else:
         stderr = stdout
 

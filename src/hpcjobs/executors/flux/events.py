@@ -1,0 +1,186 @@
+"""Turn one Flux job's events into PSI/J statuses (no I/O; fed by the executor).
+
+The events are those of the job's main eventlog (Flux RFC 21) as the job-manager
+journal delivers them, plus the journal-only ``annotations`` event that carries the
+job's whole RFC 27 annotation dictionary (null when cleared). Observed with flux-core
+0.88 (tests/flux fixtures): ``submit`` .. ``priority`` while pending, ``alloc`` and
+``start`` when it runs, ``finish`` with a POSIX wait status, ``exception`` (severity 0
+is fatal: ``cancel``, ``timeout``, ``exec``, ``alloc``, ``dependency``, ...), ``clean``
+last. Names not listed in ``flux.job.MAIN_EVENTS`` (``validate``,
+``dependency-add``, ``memo``, ...) do occur, so unknown names are tolerated.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+from typing import Any, Mapping, NamedTuple, Optional
+
+from ...state import JobState, JobStatus
+
+__all__ = ["JobEvents", "Update", "decode_wait_status", "task_signal"]
+
+log = logging.getLogger(__name__)
+
+#: Flux job state after each event (flux-core job-manager/event.c)
+_NATIVE_STATE = {"submit": "NEW", "validate": "DEPEND", "depend": "PRIORITY",
+                 "priority": "SCHED", "urgency": "PRIORITY", "alloc": "RUN",
+                 "finish": "CLEANUP", "clean": "INACTIVE"}
+#: the scheduler annotations (RFC 27 ``sched.*``) that become status metadata
+_SCHED_KEYS = ("t_estimate", "reason_pending", "jobs_ahead", "resource_summary", "queue")
+
+
+class Update(NamedTuple):
+    """What one event changes: a new status (with ``ran``: the job executed), or only
+    the current status's ``metadata``; both None when nothing changed."""
+
+    status: Optional[JobStatus] = None
+    ran: bool = False
+    metadata: Optional[dict[str, Any]] = None
+
+
+def decode_wait_status(status: int) -> int:
+    """The exit code in a wait status, or ``-N`` when it says "killed by signal N"."""
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def task_signal(exec_eventlog: str, exit_code: int) -> Optional[int]:
+    """N if the job's exec eventlog (RFC 18 text) shows a task killed by signal N that
+    the shell reported as exit code ``exit_code`` (= 128+N), else None."""
+    for line in exec_eventlog.splitlines():
+        event = json.loads(line)
+        context = event.get("context", {})
+        if event.get("name") == "shell.task-exit" and context.get("signaled") \
+                and context.get("exitcode") == exit_code:
+            return int(context["signaled"])
+    return None
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return f"{number} ({signal.Signals(number).name})"
+    except ValueError:
+        return str(number)
+
+
+class JobEvents:
+    """Folds the events of one Flux job, in any order and with repeats (a journal
+    restart or an attach replays history), into at most one status per state."""
+
+    def __init__(self, jobid: str) -> None:
+        self.jobid = jobid
+        self.metadata: dict[str, Any] = {}
+        self._seen: set[tuple[float, str]] = set()
+        self._fatal: Optional[Mapping[str, Any]] = None
+        self._wait_status: Optional[int] = None
+        self._ran = False
+        self.done = False
+
+    def apply(self, name: str, timestamp: float, context: Mapping[str, Any]) -> Update:
+        """The effect of one event. Repeats (same name and timestamp) change nothing."""
+        if (timestamp, name) in self._seen or self.done:
+            return Update()
+        self._seen.add((timestamp, name))
+        before = dict(self.metadata)
+        if name in _NATIVE_STATE:
+            self.metadata["native_state"] = _NATIVE_STATE[name]
+        if "annotations" in context and name in ("annotations", "alloc"):
+            self._annotate(context["annotations"])
+        if name == "submit":
+            return Update(JobStatus(JobState.QUEUED, timestamp, metadata=self.metadata))
+        if name == "alloc":
+            self._ran = True
+            return Update(JobStatus(JobState.ACTIVE, timestamp, metadata=self.metadata),
+                          ran=True)
+        if name == "exception":
+            self._exception(context)
+        elif name == "finish":
+            self._wait_status = int(context["status"])
+            return self._final(timestamp)
+        elif name == "clean":
+            return self._final(timestamp)
+        elif name not in _NATIVE_STATE and name != "annotations" and name != "start":
+            log.debug("Flux job %s: event %r ignored", self.jobid, name)
+        if self.metadata != before:
+            return Update(metadata=dict(self.metadata))
+        return Update()
+
+    def _annotate(self, annotations: Optional[Mapping[str, Any]]) -> None:
+        # The journal's ``annotations`` event and the ``alloc`` context both carry the
+        # job manager's dictionary *after* it applied the scheduler's update with the
+        # RFC 27 rules (null deletes a key, dicts merge): a snapshot, so it replaces
+        # what we had (flux-core job-manager/annotate.c posts a copy of the whole dict).
+        sched = dict((annotations or {}).get("sched") or {})
+        for key in _SCHED_KEYS:
+            if key in sched:
+                self.metadata[key] = sched[key]
+            else:
+                self.metadata.pop(key, None)
+        if annotations:
+            self.metadata["annotations"] = dict(annotations)
+        else:
+            self.metadata.pop("annotations", None)
+
+    def _exception(self, context: Mapping[str, Any]) -> None:
+        etype, note = context.get("type", ""), context.get("note", "")
+        if context.get("severity", 0) != 0:
+            # informational: the job goes on (misc.txt: it still completes)
+            log.info("Flux job %s: non-fatal exception %s: %s", self.jobid, etype, note)
+            self.metadata["exception"] = {"type": etype, "note": note,
+                                          "severity": context.get("severity")}
+            return
+        if self._fatal is None:
+            self._fatal = context
+            self.metadata["native_state"] = "CLEANUP"
+            self.metadata["exception"] = {"type": etype, "note": note, "severity": 0}
+
+    def killed_by(self, signum: int, status: JobStatus) -> Update:
+        """``status`` (a final one) restated for a task killed by signal ``signum``."""
+        self.metadata["signal"] = signum
+        message = status.message
+        if self._fatal is None:
+            message = f"killed by signal {_signal_name(signum)}"
+        return Update(JobStatus(status.state, status.time, message, -signum, self.metadata),
+                      ran=self._ran)
+
+    def _final(self, timestamp: float) -> Update:
+        """The final status, once the job's processes are gone (``finish``) or, for a
+        job that never ran, when the job manager is done with it (``clean``)."""
+        self.done = True
+        exit_code = None if self._wait_status is None else decode_wait_status(self._wait_status)
+        state, message = JobState.FAILED, None
+        fatal = self._fatal
+        if fatal is not None:
+            etype, note = fatal.get("type", ""), fatal.get("note", "")
+            if etype == "cancel":
+                state, message = JobState.CANCELED, "canceled" + (f": {note}" if note else "")
+            elif etype == "timeout":
+                message = f"walltime reached: the job's time limit expired (Flux: {note})"
+            elif etype == "alloc":
+                message = f"Flux cannot allocate the resources: {note}"
+            elif etype == "exec":
+                message = f"could not be started: {note}"
+            elif etype == "dependency":
+                message = f"dependency failed: {note}"
+            else:
+                message = f"Flux exception {etype}: {note}"
+        elif exit_code is None:
+            message = "ended without an exit status"
+        elif exit_code == 0:
+            state = JobState.COMPLETED
+        elif exit_code < 0:
+            message = f"killed by signal {_signal_name(-exit_code)}"
+            self.metadata["signal"] = -exit_code
+        else:
+            message = f"exited with code {exit_code}"
+            if exit_code > 128:
+                # the Flux shell reports a task killed by signal N as exit code 128+N
+                message += f" (a task killed by signal {_signal_name(exit_code - 128)}?)"
+        if self._wait_status is not None:
+            self.metadata["wait_status"] = self._wait_status
+        return Update(JobStatus(state, timestamp, message, exit_code, self.metadata),
+                      ran=self._ran)

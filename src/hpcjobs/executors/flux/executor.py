@@ -1,0 +1,215 @@
+"""``FluxJobExecutor``: PSI/J jobs on a Flux instance, through flux-core's bindings.
+
+``submit`` builds a jobspec (jobspec.py) and calls ``flux.job.submit``, so it returns
+with the native id (the f58 job id, as ``flux jobs`` prints it). Statuses come from
+one journal watcher per executor (journal.py) folded per job by events.py; ``cancel``
+is ``flux.job.cancel`` (reliable even right after ``start``, unlike ``kill``),
+``attach`` replays the job's eventlog and then follows the journal, ``list`` asks
+job-list for the user's active jobs. The bindings are imported when the first
+executor is made, never when hpcjobs is imported.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import logging
+import os
+import threading
+import weakref
+from typing import Any, Mapping, Optional, Union
+
+from ...errors import InvalidJobException, SubmitException
+from ...executor import JobExecutor, JobExecutorConfig
+from ...job import Job
+from ...state import JobState, JobStatus
+from .events import JobEvents, Update, task_signal
+from .jobspec import build_jobspec
+from .journal import JournalWatcher
+
+__all__ = ["FluxJobExecutor"]
+
+log = logging.getLogger(__name__)
+
+_MISSING_BINDINGS = (
+    "the Flux executor needs flux-core's Python bindings (the 'flux' module), which "
+    "cannot be imported here ({error}). Install flux-core (distribution package, Spack "
+    "'flux-core' or conda-forge 'flux-core') or the PyPI package 'flux-python' matching "
+    "your flux-core version, and run inside a Flux instance ('flux start', an allocation, "
+    "or 'flux python'); see docs/flux.md")
+
+
+def _import_bindings() -> tuple[Any, Any]:
+    try:
+        return importlib.import_module("flux"), importlib.import_module("flux.job")
+    except ImportError as e:
+        raise ImportError(_MISSING_BINDINGS.format(error=e)) from e
+
+
+def _connect(flux: Any, url: Optional[str]) -> Any:
+    """A new handle on the instance at ``url`` (None: the enclosing one, $FLUX_URI)."""
+    try:
+        return flux.Flux(url) if url is not None else flux.Flux()
+    except OSError as e:
+        where = url or os.environ.get("FLUX_URI") or "the enclosing instance ($FLUX_URI unset)"
+        raise ConnectionError(f"cannot connect to Flux at {where}: {e}; run inside a Flux "
+                              "instance ('flux start') or give its URI as url=... or "
+                              "FLUX_URI") from e
+
+
+class FluxJobExecutor(JobExecutor):
+    """Runs jobs on Flux. ``url`` is a Flux URI (``local://...``, ``ssh://...``);
+    by default the enclosing instance (``$FLUX_URI``)."""
+
+    name = "flux"
+    version_string = "0.1.0"
+
+    def __init__(self, url: Optional[str] = None,
+                 config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> None:
+        super().__init__(url, config)
+        self._flux, self._flux_job = _import_bindings()
+        connect = functools.partial(_connect, self._flux, url)
+        self._handle = connect()  # fail now, clearly, when there is no Flux to talk to
+        self._lock = threading.Lock()  # the handle, and _jobs (see _on_event)
+        self._jobs: dict[int, tuple[Job, JobEvents]] = {}
+        self._watcher = JournalWatcher(f"hpcjobs-flux-{self._instance}-journal", connect,
+                                       self._flux_job, self._on_event)
+        self._watcher_finalizer = weakref.finalize(self, self._watcher.stop)
+
+    # -- the API ------------------------------------------------------------------------
+    def submit(self, job: Job) -> None:
+        with self._submission(job) as spec:
+            submission = build_jobspec(self._flux_job, spec, self._launcher(spec))
+            self._watcher.start()
+            # Under the lock until the job is registered: the watcher takes the lock for
+            # every event, so none of this job's events can arrive unclaimed.
+            with self._lock:
+                try:
+                    jobid = self._flux_job.submit(self._handle, submission.jobspec,
+                                                  urgency=submission.urgency)
+                except PermissionError as e:
+                    # job-ingest's validator refused the jobspec: EPERM with its reason
+                    raise InvalidJobException(f"Flux rejected the job: {e.strerror or e}",
+                                              e) from None
+                except OSError as e:
+                    raise SubmitException(f"Flux did not take the job: {e}", e,
+                                          transient=True) from e
+                job._bind(self, jobid.f58)
+                self._jobs[int(jobid)] = (job, JobEvents(jobid.f58))
+                # also under the lock: statuses of one job are reported in order
+                self._set_job_status(job, JobStatus(JobState.QUEUED,
+                                                    metadata={"native_state": "NEW"}))
+        log.debug("job %s submitted to Flux as %s", job.id, job.native_id)
+
+    def cancel(self, job: Job) -> None:
+        native_id = job.native_id
+        if native_id is None or job.status.state.final:
+            return
+        with self._lock:
+            try:
+                self._flux_job.cancel(self._handle, self._flux_job.JobID(native_id))
+            except FileNotFoundError as e:
+                # "job is inactive": it ended first; its events say how
+                log.debug("job %s (Flux %s): not cancelled: %s", job.id, native_id, e)
+            except OSError as e:
+                raise SubmitException(f"Flux did not cancel job {native_id}: {e}", e,
+                                      transient=True) from e
+
+    def list(self) -> list[str]:
+        with self._lock:
+            try:
+                jobs = self._flux_job.JobList(self._handle,
+                                              filters=["pending", "running"]).jobs()
+            except OSError as e:
+                raise SubmitException(f"Flux job-list failed: {e}", e, transient=True) from e
+        return [self._flux_job.JobID(info.id).f58 for info in jobs]
+
+    def attach(self, job: Job, native_id: str) -> None:
+        self._claim_for_attach(job, native_id)
+        try:
+            jobid = self._flux_job.JobID(native_id)
+        except (OSError, ValueError):
+            self._set_job_status(job, JobStatus(
+                JobState.FAILED, message=f"{native_id!r} is not a Flux job id"))
+            return
+        job._bind(self, jobid.f58)
+        events = JobEvents(jobid.f58)
+        self._watcher.start()
+        with self._lock:
+            # registered first, so the journal's events after the replay reach the job
+            # (the ones the replay also has are repeats and change nothing)
+            self._jobs[int(jobid)] = (job, events)
+            try:
+                found = self._flux_job.job_kvs_lookup(self._handle, jobid,
+                                                      keys=["eventlog"], decode=False)
+            except OSError as e:
+                log.warning("job %s: reading the eventlog of Flux job %s failed: %s",
+                            job.id, native_id, e)
+                found = None
+            if found is None:
+                del self._jobs[int(jobid)]
+                self._set_job_status(job, JobStatus(
+                    JobState.FAILED, message=f"Flux does not know job {native_id} "
+                                             "(never submitted, or purged)"))
+                return
+            for line in found["eventlog"].splitlines():
+                event = json.loads(line)
+                self._apply(job, events, int(jobid), self._handle, event["name"],
+                            event["timestamp"], event.get("context", {}))
+
+    # -- machinery ----------------------------------------------------------------------
+    def _close(self) -> None:
+        self._watcher_finalizer()
+
+    def _on_event(self, event: Any, handle: Any) -> None:
+        """Watcher thread: one journal event, for any job of any client."""
+        jobid = int(event.jobid)
+        with self._lock:
+            entry = self._jobs.get(jobid)
+            if entry is not None:
+                job, events = entry
+                self._apply(job, events, jobid, handle, event.name, event.timestamp,
+                            event.context or {})
+
+    def _apply(self, job: Job, events: JobEvents, jobid: int, handle: Any, name: str,
+               timestamp: float, context: Mapping[str, Any]) -> None:
+        """Fold one event into the job's status (caller holds ``_lock``; ``handle``
+        belongs to the calling thread)."""
+        update = events.apply(name, timestamp, context)
+        if events.done:
+            self._jobs.pop(jobid, None)
+            update = self._with_signal(update, events, jobid, handle)
+        if update.status is not None:
+            self._set_job_status(job, update.status, ran=update.ran)
+        elif update.metadata is not None:
+            _refresh_metadata(job, update.metadata)
+
+    def _with_signal(self, update: Update, events: JobEvents, jobid: int,
+                     handle: Any) -> Update:
+        """The Flux shell reports a task killed by signal N as exit code 128+N; its
+        exec eventlog says whether that was a signal (``shell.task-exit signaled``)."""
+        status = update.status
+        if status is None or status.exit_code is None or not 128 < status.exit_code < 192:
+            return update
+        try:
+            found = self._flux_job.job_kvs_lookup(handle, jobid, keys=["guest.exec.eventlog"],
+                                                  decode=False)
+        except OSError as e:
+            log.debug("Flux job %s: no exec eventlog (%s); exit code %s kept",
+                      events.jobid, e, status.exit_code)
+            return update
+        signum = task_signal(found.get("guest.exec.eventlog", "") if found else "",
+                             status.exit_code)
+        return update if signum is None else events.killed_by(signum, status)
+
+
+def _refresh_metadata(job: Job, metadata: dict[str, Any]) -> None:
+    """Replace the metadata of the job's current status (same state, no callback):
+    scheduler annotations change while a job stays QUEUED."""
+    with job._lock:
+        current = job._status
+        if current.state.final:
+            return
+        job._status = JobStatus(current.state, current.time, current.message,
+                                current.exit_code, metadata)

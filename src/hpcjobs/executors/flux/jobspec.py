@@ -1,0 +1,121 @@
+"""Build a Flux jobspec (RFC 14/25, through ``flux.job.JobspecV1``) from a PSI/J job.
+
+Everything the spec describes goes in: the launcher's command line (the launcher
+starts the job's processes, sourcing pre/post-launch), the working directory, exactly
+the job's environment, stdio paths, resources, duration, queue, bank and name, plus
+the ``flux.<key>`` custom attributes (see docs/flux.md). What Flux cannot express is
+refused with ``InvalidJobException`` naming the field, before anything is submitted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, NamedTuple, Optional
+
+from ...environment import expand, job_environment
+from ...errors import InvalidJobException
+from ...launchers.base import Launcher, job_argv
+from ...spec import JobSpec
+
+__all__ = ["FluxSubmission", "build_jobspec"]
+
+#: flux-core's urgency range (flux-submit(1) --urgency): 0 holds, 31 expedites
+_URGENCY = range(0, 32)
+_DEFAULT_URGENCY = 16
+
+
+class FluxSubmission(NamedTuple):
+    """What ``flux.job.submit`` needs: the jobspec object and the urgency."""
+
+    jobspec: Any
+    urgency: int
+
+
+def build_jobspec(flux_job: Any, spec: JobSpec, launcher: Launcher) -> FluxSubmission:
+    """The jobspec for ``spec``; ``flux_job`` is the ``flux.job`` module."""
+    res = spec.resources_v1
+    attrs = spec.attributes
+    if res.memory is not None:
+        raise InvalidJobException("ResourceSpecV1.memory: a Flux V1 jobspec cannot "
+                                  "request memory; leave it unset for Flux")
+    if attrs.reservation_id is not None:
+        raise InvalidJobException("JobAttributes.reservation_id: Flux has no reservations")
+    nodes = res.computed_node_count
+    if res.exclusive_node_use and nodes is None:
+        raise InvalidJobException("ResourceSpecV1.exclusive_node_use: Flux allocates "
+                                  "whole nodes only for a node count; set node_count")
+    env = job_environment(spec.inherit_environment, spec.environment)
+    argv = job_argv(spec)
+    argv[1:] = [expand(a, env) for a in argv[1:]]
+    cwd = os.path.expanduser(spec.directory) if spec.directory else os.getcwd()
+    assert spec.executable is not None  # JobSpec.validate() checked it
+    try:
+        # Always give the environment: with environment=None the bindings copy the
+        # caller's os.environ, which would break inherit_environment=False.
+        js = flux_job.JobspecV1.from_command(
+            launcher.get_launch_command(spec, argv),
+            num_tasks=res.computed_process_count,
+            cores_per_task=res.cpu_cores_per_process or 1,
+            gpus_per_task=res.gpu_cores_per_process or None,
+            num_nodes=nodes, exclusive=res.exclusive_node_use,
+            environment=env, cwd=cwd,
+            name=spec.name or Path(spec.executable).name)
+    except (ValueError, TypeError) as e:
+        raise InvalidJobException(f"ResourceSpecV1: Flux refuses the request: {e}") from None
+    # The slots are the job's processes, but Flux starts one task (the launcher) and the
+    # launcher starts the processes, as with every other executor (RFC 14 "total" count).
+    js.jobspec["tasks"][0]["count"] = {"total": 1}
+    _set_stdio(js, spec, cwd)
+    js.duration = attrs.duration.total_seconds()  # 0 means no limit to Flux
+    if attrs.queue_name is not None:
+        js.setattr("system.queue", attrs.queue_name)
+    if attrs.project_name is not None:
+        js.setattr("system.bank", attrs.project_name)
+    return FluxSubmission(js, _apply_custom(js, attrs.custom_for("flux")))
+
+
+def _set_stdio(js: Any, spec: JobSpec, cwd: str) -> None:
+    for field in ("stdin_path", "stdout_path", "stderr_path"):
+        path: Optional[Path] = getattr(spec, field)
+        if path is None:
+            continue
+        if field != "stdin_path" and "{{" in str(path):
+            # the Flux shell expands mustache templates ({{id}}, ...) in output paths
+            raise InvalidJobException(f"JobSpec.{field}: '{{{{' would be expanded by the "
+                                      f"Flux shell as a template, got {str(path)!r}")
+        # relative to the job's directory, as the job sees them
+        full = os.path.join(cwd, os.path.expanduser(path))
+        setattr(js, field.split("_")[0], full)
+    if spec.stdout_path is not None and spec.stderr_path is None:
+        # the shell copies stderr into the stdout file unless told otherwise
+        # (flux.job.JobspecV1.from_command docs); PSI/J keeps the streams apart
+        js.setattr_shell_option("output.stderr.type", "kvs")
+
+
+def _apply_custom(js: Any, custom: dict[str, Any]) -> int:
+    """``flux.urgency``, ``flux.shell_options`` (a dict) and ``flux.<key>`` (set with
+    ``Jobspec.setattr``: ``attributes.system.<key>`` unless it starts with ``user.``,
+    ``system.`` or ``attributes.``). Returns the urgency."""
+    urgency = _DEFAULT_URGENCY
+    for key, value in custom.items():
+        field = f"JobAttributes.custom_attributes['flux.{key}']"
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise InvalidJobException(f"{field}: not representable in a jobspec: {e}") from None
+        if key == "urgency":
+            if type(value) is not int or value not in _URGENCY:
+                raise InvalidJobException(f"{field}: an int from 0 to 31, got {value!r}")
+            urgency = value
+        elif key == "shell_options":
+            if not isinstance(value, dict):
+                raise InvalidJobException(f"{field}: a dict of shell options, got {value!r}")
+            for option, setting in value.items():
+                js.setattr_shell_option(option, setting)
+        elif not key or key.startswith(".") or key.endswith(".") or ".." in key:
+            raise InvalidJobException(f"{field}: not a dotted attribute name")
+        else:
+            js.setattr(key, value)
+    return urgency
