@@ -13,7 +13,7 @@ import argparse
 import logging
 import sys
 import traceback
-from typing import Optional, Sequence
+from typing import NoReturn, Optional, Sequence
 
 from .. import __version__
 from ..errors import CommandError, ExecutorNotFoundError, _PSIJError
@@ -21,6 +21,13 @@ from ..serialize import SerializationError
 from . import commands, options
 
 __all__ = ["main", "build_parser"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors on one line (the full usage is one ``--help`` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
 
 
 def _seconds(text: str) -> float:
@@ -33,7 +40,7 @@ def _seconds(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``hpcjobs`` (exposed for docs and tests)."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     g = common.add_argument_group("executor")
     g.add_argument("-x", "--executor", default="local", metavar="NAME",
                    help="executor to use (default: local)")
@@ -44,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--debug", action="store_true",
                    help="debug logging, and tracebacks on errors")
 
-    job = argparse.ArgumentParser(add_help=False)
+    job = _Parser(add_help=False)
     g = job.add_argument_group("job")
     g.add_argument("--file", metavar="JOB.json",
                    help="start from a saved JobSpec or Job document ('-' = stdin); "
@@ -83,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--attr-json", action="append", type=options.key_json, default=[],
                    metavar="KEY=JSON", help="custom attribute given as JSON")
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="hpcjobs", description="Run and manage jobs through the PSI/J API.",
         epilog="Exit codes: 0 ok; run: the job's exit code (128+N for signal N), 1 failed "
                "without one; 2 usage; 124 timeout; 125 hpcjobs error; 130 interrupted.")
