@@ -36,6 +36,7 @@ SUCCESS, FAILED, WALLTIME = "COMPLETED_SUCCESSFULLY", "COMPLETED_FAILED", "COMPL
 KILLED, REJECTED = "COMPLETED_KILLED", "REJECTED"
 JOB_STATES = ("NOT_SUBMITTED", SUBMITTED, RUNNING, SUCCESS, FAILED, WALLTIME, KILLED, REJECTED)
 FINAL_STATES = frozenset((SUCCESS, FAILED, WALLTIME, KILLED, REJECTED))
+_RELEASED: dict[str, Any] = {}
 
 
 @dataclass(frozen=True)
@@ -52,15 +53,16 @@ class Options:
 class Job:
     """A submitted job and what became of it."""
 
-    __slots__ = ("spec", "state", "start", "finish", "alloc", "ret", "metadata", "execution",
-                 "token", "end_state")
+    __slots__ = ("spec", "state", "start", "finish", "alloc", "alloc_text", "ret", "metadata",
+                 "execution", "token", "end_state")
 
     def __init__(self, spec: JobSpec) -> None:
         self.spec = spec
         self.state = SUBMITTED
         self.start = -1.0
         self.finish = -1.0
-        self.alloc: list[int] = []
+        self.alloc: list[int] = []  # only while running
+        self.alloc_text = ""
         self.ret = 0
         self.metadata = ""
         self.execution: Execution | None = None
@@ -239,24 +241,27 @@ class Engine:
         if self.options.forward_profiles:
             data["profile"] = self._profiles[spec.workload][spec.profile].raw
         self._emit("JOB_SUBMITTED", data)
+        spec.raw = _RELEASED  # only needed for this event: frees memory on large workloads
 
     def _complete(self, job: Job) -> None:
         self._finish(job, job.end_state)
         ret = -1 if job.state == WALLTIME else job.ret
         self._emit("JOB_COMPLETED", {"job_id": job.spec.job_id, "job_state": job.state,
-                                     "return_code": ret, "alloc": intervals.format_ids(job.alloc)})
+                                     "return_code": ret, "alloc": job.alloc_text})
 
     def _finish(self, job: Job, state: str) -> None:
         now = self.now
         job.state = state
         job.finish = now
         job.token += 1
+        job.execution = None
         if job.start < 0:  # ended without running (killed or state-changed while queued)
             job.start = now
         self.computing_time += (now - job.start) * len(job.alloc)
         for res in job.alloc:
             self._busy[res] = None
             self._last_release[res] = now
+        job.alloc = []
         self._unfinished -= 1
         self.finished.append(job)
         self._ref(job.spec.workload, job.spec.profile, -1)
@@ -350,6 +355,7 @@ class Engine:
         job.state = RUNNING
         job.start = now
         job.alloc = alloc
+        job.alloc_text = intervals.format_ids(alloc)
         job.execution = execution
         walltime = job.spec.walltime
         if walltime != -1 and duration > walltime:
@@ -456,6 +462,7 @@ class Engine:
         if self.options.acknowledge_dynamic_jobs:
             self._submitted(spec)
         else:
+            spec.raw = _RELEASED
             self.jobs[jid] = Job(spec)
             self._unfinished += 1
 

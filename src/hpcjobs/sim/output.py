@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import math
 
-from . import BATSIM_VERSION, intervals
+from . import BATSIM_VERSION
 from .engine import SUCCESS, Engine
 
 JOB_COLUMNS = ("job_id,workload_name,profile,submission_time,requested_number_of_resources,"
@@ -52,7 +52,7 @@ def write_outputs(prefix: str, engine: Engine, scheduling_time: float, simulatio
             out.write(f"{spec.name},{spec.workload},{spec.profile},{spec.subtime:f},{spec.res},"
                       f"{spec.walltime:f},{int(success)},{job.state},{job.start:f},{execution:f},"
                       f"{job.finish:f},{wait:f},{turnaround:f},{stretch:f},"
-                      f"{intervals.format_ids(job.alloc)},{-1.0:f},{_quote(job.metadata)}\n")
+                      f"{job.alloc_text},{-1.0:f},{_quote(job.metadata)}\n")
     finished = len(engine.finished)
     nb_jobs = finished + engine.nb_rejected
 

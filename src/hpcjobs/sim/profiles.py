@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .errors import ProtocolViolation
 from .platform import Host, Link, Platform
 from .workload import Profile
 
@@ -28,7 +29,7 @@ class Execution:
         self.platform = platform
         self.hosts = hosts  # executor rank -> host (after the EXECUTE_JOB mapping)
         self.lookup = lookup
-        self._cache: dict[str, float] = {}
+        self._cache: dict[str, float] | None = None  # created on first parallel task
 
     def run(self, profile: Profile) -> tuple[float, int]:
         """Duration and return code of ``profile`` on this execution."""
@@ -65,6 +66,8 @@ class Execution:
                 "current_task": {"profile": profile.seq[-1], "progress": 1.0}}
 
     def leaf_duration(self, profile: Profile) -> float:
+        if self._cache is None:
+            self._cache = {}
         cached = self._cache.get(profile.name)
         if cached is None:
             cached = self._ptask(*self._matrices(profile))
@@ -74,6 +77,9 @@ class Execution:
     def _matrices(self, profile: Profile) -> tuple[list[float], list[float]]:
         n = len(self.hosts)
         if profile.kind == "parallel":
+            if len(profile.cpu) != n:
+                raise ProtocolViolation(f"profile {profile.name!r} has {len(profile.cpu)} executors but the job "
+                                        f"got {n} (one per allocated resource, or per 'mapping' rank)")
             return list(profile.cpu), list(profile.com)
         cpu, com = profile.cpu[0], profile.com[0]
         if profile.kind == "parallel_homogeneous_total":

@@ -124,7 +124,7 @@ def make_job(raw: object, workload: str, error: type[SimError], where: str,
     walltime = raw.get("walltime", -1)
     if not isinstance(walltime, (int, float)) or isinstance(walltime, bool) or (walltime <= 0 and walltime != -1):
         raise fail(f"has an invalid 'walltime' ({walltime!r}): need a number > 0, or -1 for none")
-    echoed = dict(raw)
+    echoed = raw  # ours (freshly parsed): no copy, 100k-job workloads must stay small
     echoed["id"] = full
     assert isinstance(subtime, (int, float)) and isinstance(walltime, (int, float))
     return JobSpec(full, workload, name, float(subtime), float(walltime), res, profile, echoed)
