@@ -119,6 +119,35 @@ def test_pre_launch_exit_return_and_set_e(run_launcher: RunLauncher, workdir: Pa
     assert f"status {status}" in r.stderr
 
 
+def test_pre_launch_exit_0_still_starts_no_rank(run_launcher: RunLauncher,
+                                                workdir: Path) -> None:
+    r = run_launcher("multiple", pre=write(workdir / "pre.sh", "exit 0\n"), n=2)
+    assert r.returncode == 0
+    assert r.records == {}
+    assert "called exit 0; the job's processes were not started" in r.stderr
+
+
+def test_ifs_left_by_pre_launch_does_not_break_the_launcher(run_launcher: RunLauncher,
+                                                            launcher: str,
+                                                            workdir: Path) -> None:
+    pre = write(workdir / "pre.sh", "IFS=:\nexport PROBE_X=1\n")
+    post = write(workdir / "post.sh", "touch post_ran\n")
+    r = run_launcher(launcher, ["a b"], pre=pre, post=post, n=3, codes={0: 3})
+    assert r.returncode == 3, r.stderr
+    assert sorted(r.records) == list(range(ranks(launcher)))
+    assert r.argv(0) == [b"a b"]
+    assert (workdir / "post_ran").exists()
+
+
+def test_pre_launch_path_under_home(run_launcher: RunLauncher, tmp_path: Path) -> None:
+    home = tmp_path / "home dir"
+    home.mkdir()
+    write(home / "pre.sh", "export PROBE_HOME=yes\n")
+    r = run_launcher("multiple", pre="~/pre.sh", n=1, env={"HOME": str(home)})
+    assert r.returncode == 0, r.stderr
+    assert r.records[0]["env"]["PROBE_HOME"] == "yes"
+
+
 def test_missing_pre_launch_script_fails(run_launcher: RunLauncher, workdir: Path) -> None:
     r = run_launcher("multiple", pre=str(workdir / "no such file"), n=2)
     assert r.returncode != 0

@@ -61,7 +61,11 @@ _hj_on_exit() {  # <exit status>; settles the final status and removes what we m
     trap - EXIT
     case $_hj_phase in
         pre)
-            _hj_say "pre-launch script '$_hj_pre' failed with status $_hj_exit; the job's processes were not started"
+            if [ "$_hj_exit" -ne 0 ]; then
+                _hj_say "pre-launch script '$_hj_pre' failed with status $_hj_exit; the job's processes were not started"
+            else
+                _hj_say "pre-launch script '$_hj_pre' called exit 0; the job's processes were not started"
+            fi
             ;;
         post)
             # post-launch never hides the job's own failure; it only fails a job that succeeded
@@ -145,6 +149,7 @@ _hj_source() {  # <script>
     # cannot clobber the job's command; `.` looks names without a '/' up in PATH, so
     # make a relative name explicit.
     case $1 in
+        "~/"*) _hj_file=$HOME/${1#"~/"} ;;  # like JobSpec.directory
         */*) _hj_file=$1 ;;
         *) _hj_file=./$1 ;;
     esac
@@ -158,7 +163,10 @@ _hj_pre_launch() {
         _hj_source "$_hj_pre"
         _hj_st=$?  # not `|| exit`: that would disable a `set -e` inside the script
         [ "$_hj_st" -eq 0 ] || exit "$_hj_st"  # the EXIT trap says why
-        set +e  # a script may leave `set -e` behind; the waits below must not end us
+        # A script may leave `set -e` behind (the waits below must not end us) or change
+        # IFS (the lists of pids and names below are split on blanks).
+        set +e
+        unset IFS
     fi
     _hj_phase=ranks
 }

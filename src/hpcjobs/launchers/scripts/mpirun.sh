@@ -39,14 +39,22 @@ _hj_version() {  # <mpirun>: its --version text
 
 if [ -n "${HPCJOBS_MPIRUN-}" ]; then
     _hj_mpirun=$HPCJOBS_MPIRUN
+    _hj_v=$(_hj_version "$_hj_mpirun")
 else
     _hj_mpirun=mpirun
-    case $(_hj_version mpirun) in
+    _hj_v=$(_hj_version mpirun)
+    case $_hj_v in
         *"Open MPI"*) ;;
-        *) if command -v mpirun.openmpi >/dev/null 2>&1; then _hj_mpirun=mpirun.openmpi; fi ;;
+        *)
+            if command -v mpirun.openmpi >/dev/null 2>&1; then
+                _hj_mpirun=mpirun.openmpi
+                _hj_v=$(_hj_version mpirun.openmpi)
+            fi
+            ;;
     esac
 fi
-command -v "$_hj_mpirun" >/dev/null 2>&1 || _hj_die 127 "'$_hj_mpirun' not found (PATH=$PATH); load an MPI in pre-launch or set HPCJOBS_MPIRUN"
+command -v "$_hj_mpirun" >/dev/null 2>&1 ||
+    _hj_die 127 "'$_hj_mpirun' not found (PATH=$PATH); load an MPI in pre-launch or set HPCJOBS_MPIRUN"
 
 _hj_in_allocation=
 if [ -n "${SLURM_JOB_NODELIST-}" ] || [ -n "${PBS_NODEFILE-}" ]; then
@@ -55,7 +63,7 @@ fi
 
 # Build the command in the positional parameters: options first, then the job's command.
 _hj_nargs=$#
-case $(_hj_version "$_hj_mpirun") in
+case $_hj_v in
     *"Open MPI"*)
         set -- "$@" --oversubscribe
         [ "$(id -u)" != 0 ] || set -- "$@" --allow-run-as-root
