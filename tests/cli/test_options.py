@@ -20,14 +20,15 @@ from hpcjobs.serialize import SerializationError, dumps
     ("90s", timedelta(seconds=90)), ("10m", timedelta(minutes=10)),
     ("1h30m", timedelta(minutes=90)), ("2d", timedelta(days=2)), ("1.5h", timedelta(minutes=90)),
     ("01:30:00", timedelta(minutes=90)), ("05:00", timedelta(minutes=5)),
-    ("1-00:00:10", timedelta(days=1, seconds=10)),
+    ("1-00:00:10", timedelta(days=1, seconds=10)), ("2-12", timedelta(days=2, hours=12)),
+    ("1-02:30", timedelta(days=1, hours=2, minutes=30)),
 ])
 def test_durations(text: str, expected: timedelta) -> None:
     assert duration(text) == expected
 
 
 @pytest.mark.parametrize("text,message", [
-    ("10", "add a unit"), ("1h30", "not a duration"), ("soon", "not a duration"),
+    ("10", "add a unit"), ("1h30", "not a duration"), ("1:2:3:4", "not a duration"), ("soon", "not a duration"),
     ("", "not a duration"),
 ])
 def test_ambiguous_or_bad_durations_are_refused(text: str, message: str) -> None:

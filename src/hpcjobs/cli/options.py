@@ -15,7 +15,7 @@ import sys
 import types
 import typing
 from datetime import timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -29,23 +29,30 @@ __all__ = ["duration", "memory", "key_value", "key_json", "build_spec", "executo
 
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION_UNITS = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
-# Slurm's walltime spellings: [D-]HH:MM:SS and MM:SS
-_CLOCK = re.compile(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)\Z")
+# Slurm's walltime spellings (sbatch --time): MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS
+_CLOCK = re.compile(r"(?:(\d+)-)?(\d+(?::\d+){0,2})\Z")
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGTP]?)(?:i?B)?\Z", re.IGNORECASE)
 _SIZE_FACTORS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40, "P": 2**50}
 
 
 def duration(text: str) -> timedelta:
-    """``90s``, ``10m``, ``1h30m``, ``2d``, ``HH:MM:SS``, ``MM:SS`` or ``D-HH:MM:SS``.
+    """``90s``, ``10m``, ``1h30m``, ``2d``, or Slurm's ``MM:SS``, ``HH:MM:SS``,
+    ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``.
 
     A bare number is refused: Slurm reads it as minutes, other tools as seconds, so we
     make the user say which.
     """
     t = text.strip()
     clock = _CLOCK.match(t)
-    if clock:
-        days, hours, minutes, seconds = (int(g or 0) for g in clock.groups())
-        return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+    if clock and (clock.group(1) is not None or ":" in t):
+        fields = [int(f) for f in clock.group(2).split(":")]
+        if clock.group(1) is None:  # MM:SS or HH:MM:SS
+            fields = [0] * (3 - len(fields)) + fields
+        else:  # after "D-" the fields are HH[:MM[:SS]]
+            fields = fields + [0] * (3 - len(fields))
+        hours, minutes, seconds = fields
+        return timedelta(days=int(clock.group(1) or 0), hours=hours, minutes=minutes,
+                         seconds=seconds)
     parts = _DURATION_UNITS.findall(t)
     if parts and "".join(n + u for n, u in parts) == t:
         return timedelta(seconds=float(sum(Decimal(n) * _UNIT_SECONDS[u] for n, u in parts)))
@@ -60,10 +67,7 @@ def memory(text: str) -> int:
     if m is None:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a size; use bytes or a number with K, M, G, T (powers of 1024)")
-    try:
-        return int(Decimal(m.group(1)) * _SIZE_FACTORS[m.group(2).upper()])
-    except InvalidOperation:  # pragma: no cover - the regex admits only decimal numbers
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size") from None
+    return int(Decimal(m.group(1)) * _SIZE_FACTORS[m.group(2).upper()])
 
 
 def key_value(text: str) -> tuple[str, str]:
