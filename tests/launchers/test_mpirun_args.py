@@ -15,18 +15,21 @@ from launcher_helpers import PROBE, RunLauncher, write_script
 
 OPENMPI = "mpirun (Open MPI) 4.1.4\n\nReport bugs to http://www.open-mpi.org/community/help/"
 HYDRA = "HYDRA build details:\n    Version:                                 4.0.2"
-SLURM_MPIEXEC = "mpiexec.slurm stand-in (the Slurm torque wrapper)"
+#: Slurm's contribs/torque/mpiexec.pl knows no --version: Getopt::Long rejects it, usage, 2
+SLURM_MPIEXEC = "Unknown option: version\nUsage:\n    mpiexec.slurm args executable pgmargs"
 #: what the scripts may call besides the stand-ins (their whole dependency list)
 TOOLS = ["awk", "uname", "mktemp", "rm", "id", "cat"]
 
 
 def stand_in(bin_dir: Path, name: str, version: str, status: int = 0) -> Path:
-    """An mpirun stand-in: prints ``version`` for --version, else records its arguments
-    (NUL-separated) in ``<bin_dir>/<name>.args`` and exits with ``status``."""
+    """An mpirun stand-in: prints ``version`` for --version (exit status 2 for the Slurm
+    wrapper, 0 otherwise), else records its arguments (NUL-separated) in
+    ``<bin_dir>/<name>.args`` and exits with ``status``."""
+    version_status = 2 if version == SLURM_MPIEXEC else 0
     return write_script(bin_dir / name, f"""#!/bin/sh
 if [ "$1" = --version ]; then
     printf '%s\\n' '{version}'
-    exit 0
+    exit {version_status}
 fi
 printf '%s\\0' "$@" > "$0.args"
 exit {status}
