@@ -1,0 +1,109 @@
+"""Settings of the Batsim executor (``JobExecutor.get_instance('batsim', config=...)``).
+
+Every field has a working default: with no config at all the executor simulates the
+documented default platform (16 hosts, 1 core each, 1 Gflop/s) with the embedded
+simulator ``hpcjobs.sim`` (or a ``batsim`` program found on PATH), FCFS scheduling and
+simulated time running at wall-clock speed. Bad values raise ``TypeError`` /
+``ValueError`` naming the field when the executor is created, never at first submit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional, Union
+
+from ...executor import JobExecutorConfig
+
+if TYPE_CHECKING:
+    from .schedulers.base import Scheduler
+
+__all__ = ["BatsimExecutorConfig", "DEFAULT_HOSTS"]
+
+#: hosts of the platform written when neither ``platform`` nor ``hosts`` is given
+DEFAULT_HOSTS = 16
+
+
+@dataclasses.dataclass
+class BatsimExecutorConfig(JobExecutorConfig):
+    """How the simulated cluster is built and driven.
+
+    ``platform``: a SimGrid platform file; when None, one is written from ``hosts``
+    identical hosts with ``cores`` cores of ``speed`` flop/s each (a SimGrid speed
+    string such as ``"1Gf"`` or a number).
+    ``simulator``: ``"auto"`` (a ``batsim`` program on PATH, else ``hpcjobs.sim``),
+    ``"hpcjobs.sim"``, ``"batsim"`` or the path of a batsim program.
+    ``time_scale``: simulated seconds per wall-clock second (real-time mode).
+    ``virtual_time``: run the simulation as fast as it can while the client is only
+    waiting (``Job.wait``) instead of following the wall clock; deterministic.
+    ``virtual_idle_grace``: in virtual time, also advance after the client made no
+    call for this many wall-clock seconds (for clients that wait on callbacks rather
+    than ``Job.wait``); None: only ``Job.wait`` advances the simulation.
+    ``scheduler``: a name from the ``hpcjobs.batsim_schedulers`` entry points
+    (``fcfs``, ``easy``, third-party ones) or a ``Scheduler`` instance.
+    ``export_prefix``: prefix of Batsim's output files (``<prefix>_jobs.csv``, ...);
+    default ``<work directory>/<run>/out``.
+    ``endpoint``: the ZeroMQ endpoint; default an ``ipc://`` socket in a private
+    (0700) directory.
+    ``close_timeout``: wall-clock seconds ``close()`` lets the simulation run to its
+    end (fast) before the simulator is stopped.
+    """
+
+    platform: Optional[Path] = None
+    hosts: int = DEFAULT_HOSTS
+    cores: int = 1
+    speed: Union[str, float] = "1Gf"
+    simulator: str = "auto"
+    time_scale: float = 1.0
+    virtual_time: bool = False
+    virtual_idle_grace: Optional[float] = 1.0
+    scheduler: Union[str, "Scheduler"] = "fcfs"
+    export_prefix: Optional[Path] = None
+    endpoint: Optional[str] = None
+    close_timeout: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.platform is not None:
+            if not isinstance(self.platform, (str, Path)):
+                raise TypeError(f"batsim config 'platform' must be a path, got {type(self.platform).__name__}")
+            self.platform = Path(self.platform).expanduser()
+            if not self.platform.is_file():
+                raise ValueError(f"batsim config 'platform': no such file {str(self.platform)!r}")
+        for name in ("hosts", "cores"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise ValueError(f"batsim config {name!r} must be an int >= 1, got {value!r}")
+        if isinstance(self.speed, bool) or not isinstance(self.speed, (str, int, float)):
+            raise TypeError(f"batsim config 'speed' must be a SimGrid speed string or a number, "
+                            f"got {self.speed!r}")
+        if isinstance(self.speed, (int, float)) and not self.speed > 0:
+            raise ValueError(f"batsim config 'speed' must be > 0, got {self.speed!r}")
+        if not isinstance(self.simulator, str) or not self.simulator:
+            raise TypeError(f"batsim config 'simulator' must be a non-empty str, got {self.simulator!r}")
+        _positive("time_scale", self.time_scale)
+        _positive("close_timeout", self.close_timeout)
+        if self.virtual_idle_grace is not None:
+            _positive("virtual_idle_grace", self.virtual_idle_grace)
+        if not isinstance(self.virtual_time, bool):
+            raise TypeError(f"batsim config 'virtual_time' must be a bool, got {self.virtual_time!r}")
+        if self.export_prefix is not None:
+            if not isinstance(self.export_prefix, (str, Path)):
+                raise TypeError("batsim config 'export_prefix' must be a path")
+            self.export_prefix = Path(self.export_prefix).expanduser()
+        if self.endpoint is not None and (not isinstance(self.endpoint, str)
+                                          or not self.endpoint.startswith(("ipc://", "tcp://"))):
+            raise ValueError(f"batsim config 'endpoint' must be an ipc:// or tcp:// address, "
+                             f"got {self.endpoint!r}")
+        if not isinstance(self.scheduler, str):
+            from .schedulers.base import Scheduler
+            if not isinstance(self.scheduler, Scheduler):
+                raise TypeError("batsim config 'scheduler' must be a scheduler name or a Scheduler "
+                                f"instance, got {type(self.scheduler).__name__}")
+
+
+def _positive(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"batsim config {name!r} must be a number, got {value!r}")
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"batsim config {name!r} must be a finite number > 0, got {value!r}")

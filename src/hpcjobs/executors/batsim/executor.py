@@ -1,0 +1,209 @@
+"""``BatsimJobExecutor``: PSI/J jobs on a simulated cluster, with the executor as
+Batsim's decision process (docs/batsim.md).
+
+``submit`` turns a job into a dynamically registered Batsim job (profile from
+:mod:`.profiles`, nodes from ``ResourceSpecV1``, walltime from
+``JobAttributes.duration``); the session (:mod:`.session`) runs the simulation and the
+job manager (:mod:`.jobmanager`) reports states back. All status times are simulated
+seconds since the simulation began.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Any, Callable, List, Mapping, Optional, Union, cast
+
+from ...errors import InvalidJobException, InvalidJobStateError
+from ...executor import JobExecutor, JobExecutorConfig
+from ...job import Job
+from ...spec import JobSpec
+from ...state import JobState, JobStatus
+from . import schedulers
+from .config import BatsimExecutorConfig
+from .jobmanager import JobManager, JobRequest, Record
+from .pacing import Pacer, RealTime, VirtualTime
+from .platform import cores_per_host, write_platform
+from .process import simulator_command
+from .profiles import profile_for
+from .protocol import JsonCodec
+from .schedulers.base import Scheduler
+from .session import Session
+
+__all__ = ["BatsimJobExecutor"]
+
+log = logging.getLogger(__name__)
+
+
+class BatsimJobExecutor(JobExecutor):
+    """Runs PSI/J jobs in a Batsim simulation (real ``batsim`` or ``hpcjobs.sim``)."""
+
+    name = "batsim"
+    config_class = BatsimExecutorConfig
+
+    def __init__(self, url: Optional[str] = None,
+                 config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> None:
+        super().__init__(url, config)
+        cfg = self.settings
+        # an unknown scheduler name fails here, not at the first submit
+        self._scheduler: Scheduler = (schedulers.load(cfg.scheduler) if isinstance(cfg.scheduler, str)
+                                      else cfg.scheduler)
+        self._session: Optional[Session] = None
+        self._session_lock = threading.Lock()
+        self._session_finalizer: Optional[weakref.finalize[Any, Any]] = None
+        self._cores: Optional[int] = None
+        self._run_dir: Optional[Path] = None
+
+    @property
+    def settings(self) -> BatsimExecutorConfig:
+        """The configuration, typed."""
+        return cast(BatsimExecutorConfig, self.config)
+
+    @property
+    def run_directory(self) -> Optional[Path]:
+        """The directory of the current simulation (platform, simulator stderr,
+        outputs), once the first job was submitted."""
+        return self._run_dir
+
+    @property
+    def export_prefix(self) -> Optional[Path]:
+        """Prefix of Batsim's output files (``<prefix>_jobs.csv``, ``<prefix>_schedule.csv``),
+        complete once the executor is closed."""
+        if self.settings.export_prefix is not None:
+            return self.settings.export_prefix
+        return None if self._run_dir is None else self._run_dir / "out"
+
+    # -- the API ------------------------------------------------------------------------
+    def submit(self, job: Job) -> None:
+        """Register ``job`` in the simulation; on return it is QUEUED at its simulated
+        submission time (the registration goes out in the decision process's next
+        reply and is acknowledged by Batsim before the scheduler sees the job)."""
+        with self._submission(job) as spec:
+            request = self._request(spec)
+            session = self._session_for_submit()
+            if self.settings.virtual_time:
+                session.track_waits(job)
+            with session.client_call():
+                session.submit(request, job, lambda native_id: job._bind(self, native_id))
+
+    def cancel(self, job: Job) -> None:
+        """KILL_JOB for a running job; a queued one is withdrawn from the scheduler
+        (and rejected in Batsim). It ends CANCELED unless it ended first."""
+        record = self._record_of(job)
+        if record is not None and self._session is not None:
+            with self._session.client_call():
+                self._session.cancel(record)
+
+    def list(self) -> list[str]:
+        """Native ids of every job of the running simulation."""
+        session = self._session
+        return [] if session is None else session.native_ids()
+
+    def attach(self, job: Job, native_id: str) -> None:
+        """Follow job ``native_id`` of this executor's simulation (FAILED if there is none)."""
+        self._claim_for_attach(job, native_id)
+        session = self._session
+        if session is not None:
+            if self.settings.virtual_time:
+                session.track_waits(job)
+            with session.client_call():
+                if session.attach(native_id, job):
+                    return
+        self._set_job_status(job, JobStatus(
+            JobState.FAILED, message=f"no job {native_id!r} in this executor's simulation "
+                                     "(Batsim jobs live as long as the executor that submitted them)"))
+
+    def _close(self) -> None:
+        session = self._session
+        if session is not None:
+            session.close(self.settings.close_timeout)
+            if self._session_finalizer is not None:
+                self._session_finalizer.detach()
+
+    # -- helpers ------------------------------------------------------------------------
+    def _record_of(self, job: Job) -> Optional[Record]:
+        if job.executor is not self or job.native_id is None:
+            raise InvalidJobStateError(f"job {job.id} was not submitted to this executor")
+        session = self._session
+        return None if session is None else session.record(job.native_id)
+
+    def _request(self, spec: JobSpec) -> JobRequest:
+        profile = profile_for(spec)
+        res = spec.resources_v1
+        nodes = res.computed_node_count
+        if nodes is None:
+            cores = res.computed_process_count * (res.cpu_cores_per_process or 1)
+            nodes = math.ceil(cores / self._cores_per_host())
+        walltime = spec.attributes.duration.total_seconds()
+        if not walltime > 0:
+            raise InvalidJobException(f"JobAttributes.duration must be > 0, got {spec.attributes.duration}")
+        jobspec = {
+            "version": 1,
+            "resources": [{"type": "node", "count": nodes, "with": [
+                {"type": "slot", "count": 1, "label": "task",
+                 "with": [{"type": "core", "count": self._cores_per_host()}]}]}],
+            "tasks": [{"command": [spec.executable or "", *(spec.arguments or [])],
+                       "slot": "task", "count": {"per_slot": 1}}],
+            "attributes": {"system": {"duration": walltime,
+                                      **({"job": {"name": spec.name}} if spec.name else {})}},
+        }
+        return JobRequest(nodes, walltime, profile, jobspec)
+
+    def _cores_per_host(self) -> int:
+        if self._cores is None:
+            cfg = self.settings
+            self._cores = cfg.cores if cfg.platform is None else cores_per_host(cfg.platform)
+        return self._cores
+
+    def _session_for_submit(self) -> Session:
+        with self._session_lock:
+            self._check_open()
+            if self._session is None:
+                self._session = self._start_session()
+                self._session_finalizer = weakref.finalize(self, self._session.abort)
+            return self._session
+
+    def _start_session(self) -> Session:
+        cfg = self.settings
+        run_dir = self.work_directory / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{self._instance}"
+        run_dir.mkdir(mode=0o700, parents=True)
+        self._run_dir = run_dir
+        platform = cfg.platform or write_platform(run_dir / "platform.xml", cfg.hosts, cfg.cores, cfg.speed)
+        prefix = self.export_prefix
+        assert prefix is not None
+        pacer: Pacer = VirtualTime(cfg.virtual_idle_grace) if cfg.virtual_time else RealTime(cfg.time_scale)
+        jm = JobManager(self._scheduler, _weak_report(self))
+        return Session(f"hpcjobs-batsim-{self._instance}-decisions",
+                       lambda endpoint: simulator_command(cfg.simulator, platform, prefix, endpoint),
+                       run_dir, cfg.endpoint, jm, pacer, self._cores_per_host(), JsonCodec())
+
+    def _report(self, jobs: List[Job], status: JobStatus, ran: bool) -> None:
+        for job in jobs:
+            if status.state is job.status.state:
+                _refresh(job, status)  # same state, new facts (annotations)
+            else:
+                self._set_job_status(job, status, ran)
+
+
+def _refresh(job: Job, status: JobStatus) -> None:
+    # _set_job_status only reports state changes; a queued job's pending reason and
+    # start estimate change while it stays QUEUED, so its status is replaced in place
+    with job._lock:
+        if job._status.state is status.state:
+            job._status = status
+
+
+def _weak_report(executor: BatsimJobExecutor) -> Callable[[list[Job], JobStatus, bool], None]:
+    # the session's thread must not keep a forgotten executor alive
+    ref = weakref.WeakMethod(executor._report)
+
+    def report(jobs: list[Job], status: JobStatus, ran: bool) -> None:
+        method = ref()
+        if method is not None:
+            method(jobs, status, ran)
+    return report

@@ -1,0 +1,358 @@
+"""The job manager (RFC 27's word): PSI/J jobs <-> Batsim jobs <-> the scheduler.
+
+Pure bookkeeping, no I/O: the session feeds it Batsim's events and client requests and
+sends the Batsim events it returns. Per job it keeps a :class:`Record` (Batsim id,
+RFC 27 id, state, annotations, allocation, latest status) and reports status changes
+through the ``report`` function it was given.
+
+Life of a job: ``register`` (REGISTER_PROFILE when the profile is new, REGISTER_JOB;
+the job is QUEUED) -> JOB_SUBMITTED (Batsim's acknowledgement) -> ``sched.alloc`` (at
+most ``limit`` outstanding in limited mode, in priority / submit order) -> SUCCESS:
+EXECUTE_JOB, ACTIVE | ANNOTATE: status metadata | DENY: REJECT_JOB, FAILED with the
+note -> JOB_COMPLETED / JOB_KILLED: final state (:data:`FINAL_STATES`), ``sched.free``.
+Cancel: a queued job is withdrawn from the scheduler (``sched.cancel`` -> CANCEL) and
+rejected in Batsim (REJECT_JOB is the decision Batsim defines for a submitted job that
+never ran); a running one gets KILL_JOB.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from ...job import Job
+from ...state import JobState, JobStatus
+from . import protocol
+from .protocol import Event
+from .schedulers.base import (ANNOTATE, CANCEL, DENY, SUCCESS, Scheduler, idset,
+                              merge_annotations, ranks_of)
+
+__all__ = ["JobManager", "Record", "JobRequest", "FINAL_STATES", "WORKLOAD"]
+
+log = logging.getLogger(__name__)
+
+#: the Batsim workload dynamic jobs and profiles are registered in
+WORKLOAD = "hpcjobs"
+
+#: Batsim's final job states -> (PSI/J state, message); the exit code is Batsim's
+#: return code where it is one (not for a walltime kill: Batsim reports -1 there)
+FINAL_STATES: dict[str, tuple[JobState, Optional[str]]] = {
+    "COMPLETED_SUCCESSFULLY": (JobState.COMPLETED, None),
+    "COMPLETED_FAILED": (JobState.FAILED, "the job's profile returned code {rc}"),
+    "COMPLETED_WALLTIME_REACHED": (JobState.FAILED, "walltime reached: killed after {walltime:g} s "
+                                                    "(JobAttributes.duration)"),
+    "COMPLETED_KILLED": (JobState.FAILED, "killed by the simulator"),
+}
+
+#: how statuses reach the PSI/J jobs: report(jobs, status, ran)
+Report = Callable[[list[Job], JobStatus, bool], None]
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """What a PSI/J job asks of the simulated cluster."""
+
+    nodes: int
+    walltime: float
+    profile: dict[str, Any]
+    jobspec: dict[str, Any]  # RFC 14, for the scheduler
+    priority: int = 16
+
+
+@dataclass(eq=False)
+class Record:
+    """One Batsim job and the PSI/J jobs bound to it."""
+
+    number: int
+    native_id: str
+    request: JobRequest
+    t_submit: float
+    jobs: list[Job] = field(default_factory=list)
+    phase: str = "registered"  # registered, submitted, sched, running, done
+    status: Optional[JobStatus] = None
+    ran: bool = False
+    annotations: dict[str, Any] = field(default_factory=dict)
+    alloc: Optional[str] = None
+    hosts: list[str] = field(default_factory=list)
+    cancel_requested: bool = False
+
+
+class JobManager:
+    """Records, the scheduler conversation, and the decisions for Batsim."""
+
+    def __init__(self, scheduler: Scheduler, report: Report) -> None:
+        self.scheduler = scheduler
+        self.records: dict[str, Record] = {}
+        self._by_number: dict[int, Record] = {}
+        self._report = report
+        self._profiles: dict[str, str] = {}  # canonical JSON -> registered profile name
+        self._outbox: list[Event] = []  # registrations, stamped at their submit time
+        self._cancels: list[Record] = []
+        self._limit: Optional[int] = None
+        self._outstanding = 0
+        self._waiting: deque[Record] = deque()  # acknowledged, alloc not sent yet (limited mode)
+        self._hosts: list[str] = []
+        self.live = 0  # jobs registered and not final
+        self.running = 0
+
+    # -- setup -------------------------------------------------------------------------
+    def begin(self, begins: dict[str, Any], cores: int) -> None:
+        """SIMULATION_BEGINS: tell the scheduler the inventory, hello, ready."""
+        resources = begins.get("compute_resources", [])
+        self._hosts = [r["name"] for r in sorted(resources, key=lambda r: int(r["id"]))]
+        self.scheduler.inventory([{"rank": int(r["id"]), "name": r["name"], "cores": cores}
+                                  for r in resources])
+        # no job holds resources when a simulation begins: the hello stream is empty
+        mode = self.scheduler.ready()
+        if mode.get("mode") == "limited":
+            limit = mode.get("limit")
+            if type(limit) is not int or not 1 <= limit <= 2147483647:
+                raise ValueError(f"scheduler {self.scheduler!r}: ready() limit must be 1..2147483647, "
+                                 f"got {limit!r}")
+            self._limit = limit
+        elif mode.get("mode") != "unlimited":
+            raise ValueError(f"scheduler {self.scheduler!r}: ready() mode must be 'unlimited' or "
+                             f"'limited', got {mode!r}")
+
+    @property
+    def host_count(self) -> int:
+        """Compute resources of the platform (after :meth:`begin`)."""
+        return len(self._hosts)
+
+    # -- client requests ---------------------------------------------------------------
+    def register(self, t: float, request: JobRequest, job: Job,
+                 bind: Callable[[str], None]) -> Record:
+        """A new Batsim job submitted at ``t`` for ``job`` (``bind`` gets its native
+        id before its first status); its registration waits in the outbox."""
+        number = len(self.records) + 1
+        native_id = f"{WORKLOAD}!{number}"
+        record = Record(number, native_id, request, t, [job])
+        bind(native_id)
+        key = protocol_key(request.profile)
+        name = self._profiles.get(key)
+        if name is None:
+            # --enable-profile-reuse: a profile registered once serves every later job
+            name = self._profiles[key] = f"p{len(self._profiles) + 1}"
+            self._outbox.append(protocol.register_profile(t, WORKLOAD, name, request.profile))
+        walltime = request.walltime if math.isfinite(request.walltime) else -1
+        self._outbox.append(protocol.register_job(t, native_id, request.nodes, name, walltime))
+        self.records[native_id] = record
+        self._by_number[number] = record
+        self.live += 1
+        self._set(record, JobStatus(JobState.QUEUED, t, metadata={"native_state": "SUBMITTED"}))
+        return record
+
+    def attach(self, native_id: str, job: Job) -> bool:
+        """Bind another PSI/J job to ``native_id`` and give it the current status."""
+        record = self.records.get(native_id)
+        if record is None:
+            return False
+        record.jobs.append(job)
+        if record.status is not None:
+            self._report([job], record.status, record.ran)
+        return True
+
+    def request_cancel(self, record: Record) -> None:
+        """Cancel at the next reply (a no-op for a finished job)."""
+        if record.phase != "done" and not record.cancel_requested:
+            record.cancel_requested = True
+            self._cancels.append(record)
+
+    # -- one exchange with Batsim ------------------------------------------------------
+    def handle(self, events: list[Event], t: float) -> list[Event]:
+        """Handle Batsim's ``events`` (of a message of time ``t``); return the
+        decisions they lead to, timestamped ``t``."""
+        out: list[Event] = []
+        for event in events:
+            handler = _HANDLERS.get(event["type"])
+            if handler is not None:
+                handler(self, event, t, out)
+        return out
+
+    def flush(self, now: float) -> list[Event]:
+        """What client requests add to the reply sent at ``now``: registrations
+        (stamped with their submit times) and cancellations."""
+        out, self._outbox = self._outbox, []
+        cancels, self._cancels = self._cancels, []
+        for record in cancels:
+            self._cancel(record, now, out)
+        return out
+
+    @property
+    def busy(self) -> bool:
+        """Whether Batsim will have something to tell after the next reply (a job
+        running, a registration or a cancellation to send)."""
+        return bool(self.running or self._outbox or self._cancels)
+
+    def end(self, message: str, now: float) -> None:
+        """The simulation is over or gone: every live job ends FAILED with ``message``."""
+        for record in self.records.values():
+            if record.phase != "done":
+                self._finish(record, JobStatus(JobState.FAILED, now, message=message,
+                                               metadata=self._where(record, "UNKNOWN")))
+
+    # -- Batsim events -----------------------------------------------------------------
+    def _submitted(self, event: Event, now: float, out: list[Event]) -> None:
+        record = self.records.get(event["data"]["job_id"])
+        if record is None or record.phase != "registered":
+            return
+        record.phase = "submitted"
+        if record.cancel_requested:
+            return  # _cancel rejects it in this same reply
+        self._waiting.append(record)
+        self._send_allocs(now, out)
+
+    def _completed(self, event: Event, now: float, out: list[Event]) -> None:
+        data = event["data"]
+        record = self.records.get(data["job_id"])
+        if record is None or record.phase == "done":
+            return
+        batsim_state = data.get("job_state", "COMPLETED_FAILED")
+        rc = data.get("return_code")
+        state, template = FINAL_STATES.get(batsim_state, (JobState.FAILED, "ended in Batsim state {state}"))
+        if batsim_state == "COMPLETED_KILLED" and record.cancel_requested:
+            state, template = JobState.CANCELED, "canceled"
+        message = None if template is None else template.format(
+            rc=rc, walltime=record.request.walltime, state=batsim_state)
+        exit_code = rc if isinstance(rc, int) and batsim_state in ("COMPLETED_SUCCESSFULLY",
+                                                                   "COMPLETED_FAILED") else None
+        self._finish(record, JobStatus(state, float(event["timestamp"]), message=message,
+                                       exit_code=exit_code,
+                                       metadata=self._where(record, batsim_state)))
+        self._responses(self.scheduler.free({"id": record.number}, now), now, out)
+
+    def _killed(self, event: Event, now: float, out: list[Event]) -> None:
+        for job_id in event["data"].get("job_ids", []):
+            record = self.records.get(job_id)
+            if record is None or record.phase == "done":
+                continue  # it completed on its own before the kill (JOB_COMPLETED came first)
+            self._finish(record, JobStatus(JobState.CANCELED, float(event["timestamp"]),
+                                           message="canceled",
+                                           metadata=self._where(record, "COMPLETED_KILLED")))
+            self._responses(self.scheduler.free({"id": record.number}, now), now, out)
+
+    # -- the scheduler -----------------------------------------------------------------
+    def _send_allocs(self, now: float, out: list[Event]) -> None:
+        while self._waiting and (self._limit is None or self._outstanding < self._limit):
+            record = self._waiting.popleft()
+            record.phase = "sched"
+            self._outstanding += 1
+            request = {"id": record.number, "priority": record.request.priority,
+                       "userid": _userid(), "t_submit": record.t_submit,
+                       "jobspec": record.request.jobspec}
+            self._responses(self.scheduler.alloc(request, now), now, out)
+
+    def _responses(self, responses: list[dict[str, Any]], now: float, out: list[Event]) -> None:
+        for response in responses:
+            kind = response.get("type")
+            if kind is None:
+                continue  # a sched.free response: nothing left to do
+            record = self._by_number.get(int(response["id"]))
+            if record is None or record.phase != "sched":
+                log.warning("scheduler answered alloc of unknown or not pending job %s: %r",
+                            response.get("id"), response)
+                continue
+            if "annotations" in response:
+                record.annotations = merge_annotations(record.annotations, response["annotations"])
+            if kind == ANNOTATE:
+                self._annotate(record)
+                continue
+            self._outstanding -= 1
+            if kind == SUCCESS:
+                self._start(record, response, now, out)
+            elif kind == DENY:
+                out.append(protocol.reject_job(now, record.native_id))
+                note = response.get("note") or "the scheduler denied the request"
+                self._finish(record, JobStatus(JobState.FAILED, now, message=f"denied: {note}",
+                                               metadata={"native_state": "REJECTED"}))
+            elif kind == CANCEL:
+                if not record.cancel_requested:
+                    log.warning("job %s: scheduler sent CANCEL without a cancel request", record.native_id)
+                out.append(protocol.reject_job(now, record.native_id))
+                self._finish(record, JobStatus(JobState.CANCELED, now, message="canceled",
+                                               metadata={"native_state": "REJECTED"}))
+            else:
+                log.warning("job %s: unknown alloc response type %r", record.native_id, kind)
+        self._send_allocs(now, out)
+
+    def _start(self, record: Record, response: dict[str, Any], now: float, out: list[Event]) -> None:
+        ranks = ranks_of(response["R"])
+        record.alloc = idset(ranks, " ")
+        record.hosts = [self._hosts[r] for r in ranks]
+        record.phase = "running"
+        record.ran = True
+        self.running += 1
+        out.append(protocol.execute_job(now, record.native_id, record.alloc))
+        metadata = self._where(record, "RUNNING")
+        if record.annotations:
+            metadata["annotations"] = record.annotations
+        self._set(record, JobStatus(JobState.ACTIVE, now, metadata=metadata))
+
+    def _annotate(self, record: Record) -> None:
+        current = record.status
+        if current is None or current.state is not JobState.QUEUED:
+            return
+        sched = record.annotations.get("sched", {})
+        metadata: dict[str, Any] = {"native_state": "SUBMITTED", "annotations": record.annotations}
+        for key in ("reason_pending", "t_estimate"):
+            if key in sched:
+                metadata[key] = sched[key]
+        self._set(record, JobStatus(JobState.QUEUED, current.time, metadata=metadata))
+
+    def _cancel(self, record: Record, now: float, out: list[Event]) -> None:
+        if record.phase == "running":
+            out.append(protocol.kill_jobs(now, [record.native_id]))
+        elif record.phase == "sched":
+            self._responses(self.scheduler.cancel({"id": record.number}, now), now, out)
+        elif record.phase == "submitted":
+            if record in self._waiting:
+                self._waiting.remove(record)
+            out.append(protocol.reject_job(now, record.native_id))
+            self._finish(record, JobStatus(JobState.CANCELED, now, message="canceled",
+                                           metadata={"native_state": "REJECTED"}))
+        elif record.phase == "registered":
+            # not acknowledged yet: JOB_SUBMITTED will come; cancel when it does
+            record.cancel_requested = False
+            self.request_cancel(record)
+
+    # -- statuses ----------------------------------------------------------------------
+    def _where(self, record: Record, native_state: str) -> dict[str, Any]:
+        metadata: dict[str, Any] = {"native_state": native_state}
+        if record.alloc is not None:
+            metadata["allocation"] = record.alloc
+            metadata["nodes"] = record.hosts
+        return metadata
+
+    def _finish(self, record: Record, status: JobStatus) -> None:
+        # the caller sends sched.free where the job held resources
+        if record.phase == "running":
+            self.running -= 1
+        record.phase = "done"
+        self.live -= 1
+        self._set(record, status)
+
+    def _set(self, record: Record, status: JobStatus) -> None:
+        record.status = status
+        self._report(record.jobs, status, record.ran)
+
+
+def protocol_key(profile: dict[str, Any]) -> str:
+    """A canonical text of a profile, so equal profiles are registered once."""
+    return json.dumps(profile, sort_keys=True, separators=(",", ":"))
+
+
+def _userid() -> int:
+    return os.getuid()
+
+
+_Handler = Callable[[JobManager, Event, float, list[Event]], None]
+_HANDLERS: dict[str, _Handler] = {
+    "JOB_SUBMITTED": JobManager._submitted,
+    "JOB_COMPLETED": JobManager._completed,
+    "JOB_KILLED": JobManager._killed,
+}

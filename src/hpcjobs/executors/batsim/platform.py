@@ -1,0 +1,69 @@
+"""SimGrid platforms for the Batsim executor: write one from a host count, read the
+few facts the executor needs (cores per host) from a given one.
+
+The written platform has the shape of the recorded Batsim runs'
+``zero_latency_platform.xml`` (fixtures/batsim-4.2.1/inputs): a cluster of compute hosts
+``node0`` ... ``node<N-1>`` and a one-host master cluster, joined by a backbone, all
+with zero latency. A delay profile of N seconds then lasts exactly N simulated seconds,
+so simulated times are round numbers a user can reason about. (Batsim numbers compute
+resources in host-name order, so resource 2 of a 16-host platform is ``node10``; the
+executor always reports host names, never guesses them from ids.)
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Union
+from xml.sax.saxutils import quoteattr
+
+__all__ = ["write_platform", "cores_per_host", "MASTER_HOST"]
+
+#: the host Batsim itself runs on (not a compute resource)
+MASTER_HOST = "master_host"
+
+
+def _speed(speed: Union[str, float]) -> str:
+    # SimGrid reads a bare number as flop/s; strings carry their unit ("1Gf")
+    return speed if isinstance(speed, str) else f"{float(speed)!r}f"
+
+
+def write_platform(path: Path, hosts: int, cores: int, speed: Union[str, float]) -> Path:
+    """Write a platform of ``hosts`` compute hosts (``cores`` cores of ``speed``
+    each) plus the master host to ``path``; return ``path``."""
+    radical = "0" if hosts == 1 else f"0-{hosts - 1}"
+    text = (
+        "<?xml version='1.0'?>\n"
+        '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
+        '<platform version="4.1">\n'
+        '  <zone id="AS0" routing="Full">\n'
+        f'    <cluster id="C" prefix="node" suffix="" radical={quoteattr(radical)} '
+        f'speed={quoteattr(_speed(speed))} core="{cores}" bw="10GBps" lat="0us"/>\n'
+        f'    <cluster id="M" prefix="{MASTER_HOST}" suffix="" radical="0-0" speed="1Gf" '
+        'bw="10GBps" lat="0us">\n'
+        '      <prop id="role" value="master"/>\n'
+        '    </cluster>\n'
+        '    <link id="backbone" bandwidth="10GBps" latency="0us"/>\n'
+        f'    <zoneRoute src="C" dst="M" gw_src="nodeC_router" gw_dst="{MASTER_HOST}M_router">\n'
+        '      <link_ctn id="backbone"/>\n'
+        '    </zoneRoute>\n'
+        '  </zone>\n'
+        '</platform>\n'
+    )
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def cores_per_host(path: Path) -> int:
+    """The smallest core count of the compute hosts of platform file ``path`` (so a
+    job sized by processes fits on any host); 1 when the file does not say."""
+    counts = []
+    for elem in ET.parse(path).iter():
+        if elem.tag not in ("host", "cluster"):
+            continue
+        name = elem.get("id", "") if elem.tag == "host" else elem.get("prefix", "")
+        roles = [p.get("value") for p in elem.findall("prop") if p.get("id") == "role"]
+        if name.startswith(MASTER_HOST) or "master" in roles:
+            continue
+        counts.append(int(elem.get("core", "1")))
+    return min(counts, default=1)

@@ -1,0 +1,61 @@
+"""Starting the simulator: which program, with which of Batsim's flags.
+
+``simulator="auto"`` uses a ``batsim`` program when one is on PATH, else the embedded
+``hpcjobs.sim`` (``python -m hpcjobs.sim``); both get the same Batsim 4.2.1 flags, so
+the executor cannot tell them apart. The process runs in the run directory, its stderr
+goes to a file there (its last lines explain a death), and it is started from an
+argument list, never through a shell.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from ...errors import SubmitException
+
+__all__ = ["simulator_command", "spawn", "tail"]
+
+#: Batsim 4.2.1 flags: dynamic jobs, acknowledged, with profile reuse (DESIGN.md)
+_DYNAMIC = ["--enable-dynamic-jobs", "--acknowledge-dynamic-jobs", "--enable-profile-reuse"]
+
+
+def simulator_command(simulator: str, platform: Path, export_prefix: Path, endpoint: str) -> list[str]:
+    """The argument list that starts the configured simulator."""
+    flags = ["-p", str(platform), "-e", str(export_prefix), "-s", endpoint, "-q", *_DYNAMIC]
+    if simulator == "auto":
+        simulator = "batsim" if shutil.which("batsim") else "hpcjobs.sim"
+    if simulator == "hpcjobs.sim":
+        # --timeout 0 (hpcjobs.sim only): in virtual time the executor may hold a reply
+        # for as long as its client does not wait
+        return [sys.executable, "-m", "hpcjobs.sim", *flags, "--timeout", "0"]
+    program = shutil.which(simulator)
+    if program is None:
+        raise SubmitException(f"batsim config 'simulator': {simulator!r} is not a program on PATH "
+                              "(use 'auto' or 'hpcjobs.sim')")
+    return [program, *flags]
+
+
+def spawn(argv: list[str], cwd: Path, stderr_path: Path) -> "subprocess.Popen[bytes]":
+    """Start the simulator; its stderr goes to ``stderr_path``."""
+    with open(stderr_path, "wb") as err:
+        try:
+            return subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        except OSError as e:
+            raise SubmitException(f"cannot start the simulator {argv!r}: {e}", e) from None
+
+
+def tail(path: Path, lines: int = 10) -> str:
+    """The last ``lines`` lines of a text file ('' if it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - 8192))
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.strip().splitlines()[-lines:])

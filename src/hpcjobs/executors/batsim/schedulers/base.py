@@ -1,0 +1,358 @@
+"""The scheduler interface: Flux RFC 27 (spec/flux-rfc27-resource-allocation.txt).
+
+The Batsim executor is the *job manager*; a scheduler is a pure logic object (no I/O,
+no threads, no clock of its own) that receives RFC 27 messages as dicts and returns its
+responses as dicts, so it can be unit-tested with plain data and written by third
+parties (entry-point group ``hpcjobs.batsim_schedulers``).
+
+Messages, in RFC 27's shapes (job ids are integers, times are simulated seconds):
+
+- ``inventory(resources)``: the compute resources, ``[{"rank", "name", "cores"}]``
+  (RFC 27 leaves resource discovery out; this is how ours learns it), once, first.
+- ``hello(job)``: one call per job already holding resources
+  (``{"id", "priority", "userid", "t_submit", "R"}``; R is RFC 20's, see :func:`make_R`).
+- ``ready()`` -> ``{"mode": "unlimited"}`` or ``{"mode": "limited", "limit": N}``.
+- ``alloc(request, now)`` with ``{"id", "priority", "userid", "t_submit", "jobspec"}``.
+- ``free({"id"}, now)``, ``cancel({"id"}, now)``, ``prioritize({"jobs": [[id, prio]]}, now)``.
+
+Each call returns the responses it produced, in order: alloc responses
+``{"id", "type": SUCCESS|ANNOTATE|DENY|CANCEL, ...}`` (SUCCESS carries ``R`` and may
+carry ``annotations``; DENY carries ``note``) and free responses ``{"id"}``. A call may
+answer other jobs' alloc requests too (a free lets queued jobs start).
+
+:class:`QueueScheduler` does the bookkeeping every queue-based policy shares (the
+queue in priority / submit order, free ranks, DENY of requests wider than the
+platform, CANCEL, annotations sent only when they change); FCFS and EASY backfilling
+are its two ``schedule`` policies.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+__all__ = ["Scheduler", "QueueScheduler", "Pending", "Running", "SUCCESS", "ANNOTATE", "DENY",
+           "CANCEL", "make_R", "ranks_of", "idset", "parse_idset", "jobspec_nodes",
+           "jobspec_duration", "merge_annotations", "REASON_RESOURCES", "REASON_PRIORITY"]
+
+#: alloc response types (RFC 27 "Alloc")
+SUCCESS, ANNOTATE, DENY, CANCEL = 0, 1, 2, 3
+
+#: ``sched.reason_pending`` of the job at the head of the queue
+REASON_RESOURCES = "insufficient resources"
+#: ``sched.reason_pending`` of jobs queued behind it
+REASON_PRIORITY = "waiting for higher-priority jobs"
+
+Msg = dict[str, Any]
+
+
+class Scheduler(ABC):
+    """An RFC 27 scheduler; see the module docstring for the messages."""
+
+    @abstractmethod
+    def inventory(self, resources: list[Msg]) -> None:
+        """The platform's compute resources (``rank``, ``name``, ``cores``), once, first."""
+
+    @abstractmethod
+    def hello(self, job: Msg) -> None:
+        """A job that already holds resources (its ``R``): mark them allocated."""
+
+    @abstractmethod
+    def ready(self) -> Msg:
+        """The concurrency mode: ``{"mode": "unlimited"}`` or ``{"mode": "limited", "limit": n}``."""
+
+    @abstractmethod
+    def alloc(self, request: Msg, now: float) -> list[Msg]:
+        """A job entered SCHED state; answer now or later (SUCCESS/ANNOTATE/DENY)."""
+
+    @abstractmethod
+    def free(self, request: Msg, now: float) -> list[Msg]:
+        """A job released its resources; answer ``{"id"}`` (and maybe start others)."""
+
+    @abstractmethod
+    def cancel(self, request: Msg, now: float) -> list[Msg]:
+        """Withdraw a pending alloc: answer it with CANCEL (ignore unknown ids)."""
+
+    @abstractmethod
+    def prioritize(self, request: Msg, now: float) -> list[Msg]:
+        """New priorities for pending allocs (``{"jobs": [[id, priority], ...]}``)."""
+
+
+# -- RFC 20 R, RFC 22 idsets, RFC 14 jobspec, RFC 27 annotation merging --------------------
+def idset(ids: list[int], sep: str = ",") -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2,5"`` (RFC 22); Batsim's interval sets use ``sep=" "``."""
+    ordered = sorted(set(ids))
+    parts: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return sep.join(parts)
+
+
+def parse_idset(text: str) -> list[int]:
+    """``"0-2,5"`` or ``"0-2 5"`` -> ``[0, 1, 2, 5]``."""
+    ids: list[int] = []
+    for part in text.replace(",", " ").split():
+        lo, _, hi = part.partition("-")
+        ids.extend(range(int(lo), int(hi or lo) + 1))
+    return sorted(set(ids))
+
+
+def make_R(ranks: list[int], starttime: float, expiration: float,
+           nodelist: Optional[list[str]] = None, cores: int = 1) -> Msg:
+    """An RFC 20 R object for whole nodes ``ranks`` (``expiration`` 0: unlimited)."""
+    execution: Msg = {"R_lite": [{"rank": idset(ranks), "children": {"core": idset(list(range(cores)))}}],
+                      "starttime": starttime, "expiration": expiration}
+    if nodelist is not None:
+        execution["nodelist"] = nodelist
+    return {"version": 1, "execution": execution}
+
+
+def ranks_of(R: Msg) -> list[int]:
+    """The ranks of an R object."""
+    ranks: list[int] = []
+    for entry in R["execution"]["R_lite"]:
+        ranks.extend(parse_idset(entry["rank"]))
+    return sorted(ranks)
+
+
+def jobspec_nodes(jobspec: Msg) -> int:
+    """Whole nodes a jobspec asks for (its top-level ``node`` or ``slot`` counts)."""
+    total = 0
+    for res in jobspec.get("resources", []):
+        count = res.get("count", 1)
+        total += int(count if isinstance(count, int) else count.get("min", 1))
+    return total
+
+
+def jobspec_duration(jobspec: Msg) -> float:
+    """The jobspec's walltime in seconds; ``inf`` when unset or 0 (unlimited)."""
+    duration = jobspec.get("attributes", {}).get("system", {}).get("duration", 0)
+    return float(duration) if duration else math.inf
+
+
+def merge_annotations(current: Msg, update: Msg) -> Msg:
+    """RFC 27's update rules: dicts merge recursively, JSON null deletes a key,
+    anything else replaces. Returns a new dict; ``current`` is not modified."""
+    merged = dict(current)
+    for key, value in update.items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge_annotations(merged[key], value)
+            if not merged[key]:
+                del merged[key]
+        else:
+            merged[key] = value
+    return merged
+
+
+# -- shared queue machinery --------------------------------------------------------------
+@dataclass
+class Pending:
+    """A job whose alloc request is outstanding."""
+
+    id: int
+    priority: int
+    t_submit: float
+    nodes: int
+    duration: float
+    #: the sched annotations last sent for it (reason_pending, t_estimate)
+    sent: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[int, float, int]:
+        """Queue order: higher priority first, then earlier submission, then id."""
+        return (-self.priority, self.t_submit, self.id)
+
+
+@dataclass
+class Running:
+    """A job holding resources."""
+
+    id: int
+    ranks: list[int]
+    end: float  # expected end (start + walltime; inf when unlimited)
+
+
+class QueueScheduler(Scheduler):
+    """Bookkeeping shared by queue policies; subclasses implement :meth:`schedule`."""
+
+    def __init__(self) -> None:
+        self._names: list[str] = []
+        self._cores = 1
+        self._free: list[int] = []  # heap of free ranks: lowest ranks are allocated first
+        self._queue: list[Pending] = []  # in key order
+        self._pending: dict[int, Pending] = {}
+        self._running: dict[int, Running] = {}
+        self._out: list[Msg] = []
+        self._fresh: list[Pending] = []  # queued jobs not yet annotated
+        self._version = 0  # bumped whenever running jobs change (estimates go stale)
+        self._estimated: tuple[int, int] = (-1, -1)  # (head id, version) of the last estimate
+
+    # -- RFC 27 ------------------------------------------------------------------------
+    def inventory(self, resources: list[Msg]) -> None:
+        self._names = [r["name"] for r in sorted(resources, key=lambda r: int(r["rank"]))]
+        self._cores = min((int(r.get("cores", 1)) for r in resources), default=1)
+        self._free = [int(r["rank"]) for r in resources]
+        heapq.heapify(self._free)
+
+    def hello(self, job: Msg) -> None:
+        ranks = ranks_of(job["R"])
+        expiration = float(job["R"]["execution"].get("expiration", 0))
+        self._running[int(job["id"])] = Running(int(job["id"]), ranks, expiration or math.inf)
+        taken = set(ranks)
+        self._free = [r for r in self._free if r not in taken]
+        heapq.heapify(self._free)
+
+    def ready(self) -> Msg:
+        return {"mode": "unlimited"}
+
+    def alloc(self, request: Msg, now: float) -> list[Msg]:
+        jobspec = request["jobspec"]
+        job = Pending(int(request["id"]), int(request.get("priority", 16)),
+                      float(request.get("t_submit", now)), jobspec_nodes(jobspec),
+                      jobspec_duration(jobspec))
+        total = len(self._names)
+        if job.nodes < 1 or job.nodes > total:
+            return [{"id": job.id, "type": DENY,
+                     "note": f"requested {job.nodes} node(s), but the platform has {total}"}]
+        self._pending[job.id] = job
+        self._insert(job)
+        self._fresh.append(job)
+        return self._run(now)
+
+    def free(self, request: Msg, now: float) -> list[Msg]:
+        job = self._running.pop(int(request["id"]), None)
+        if job is not None:
+            for rank in job.ranks:
+                heapq.heappush(self._free, rank)
+            self._version += 1
+        self._out.append({"id": int(request["id"])})
+        return self._run(now)
+
+    def cancel(self, request: Msg, now: float) -> list[Msg]:
+        job = self._pending.pop(int(request["id"]), None)
+        if job is None:
+            return []  # RFC 27: no pending alloc, nothing to answer
+        self._queue.remove(job)
+        self._out.append({"id": job.id, "type": CANCEL})
+        return self._run(now)
+
+    def prioritize(self, request: Msg, now: float) -> list[Msg]:
+        changed = False
+        for job_id, priority in request["jobs"]:
+            job = self._pending.get(int(job_id))
+            if job is not None and job.priority != int(priority):
+                job.priority = int(priority)
+                changed = True
+        if changed:
+            self._queue.sort(key=lambda j: j.key)
+            self._fresh = list(self._queue)  # every job's place may have changed
+        return self._run(now)
+
+    # -- for policies ------------------------------------------------------------------
+    @abstractmethod
+    def schedule(self, now: float) -> None:
+        """Start what the policy allows (:meth:`start`) and annotate the rest
+        (:meth:`annotate`). Called after every change."""
+
+    @property
+    def queue(self) -> list[Pending]:
+        """Pending jobs in queue order (do not modify; use :meth:`start`)."""
+        return self._queue
+
+    @property
+    def free_count(self) -> int:
+        """Ranks free now."""
+        return len(self._free)
+
+    def start(self, job: Pending, now: float) -> None:
+        """Allocate the lowest free ranks to ``job`` and answer its alloc with SUCCESS
+        (removing its volatile annotations, RFC 27 "Alloc Success")."""
+        ranks = sorted(heapq.heappop(self._free) for _ in range(job.nodes))
+        end = now + job.duration
+        self._running[job.id] = Running(job.id, ranks, end)
+        self._version += 1
+        del self._pending[job.id]
+        self._queue.remove(job)
+        expiration = 0.0 if math.isinf(end) else end
+        response: Msg = {"id": job.id, "type": SUCCESS,
+                         "R": make_R(ranks, now, expiration, [self._names[r] for r in ranks],
+                                     self._cores)}
+        if job.sent:
+            response["annotations"] = {"sched": {k: None for k in job.sent}}
+        self._out.append(response)
+
+    def annotate(self, job: Pending, reason: str, t_estimate: Optional[float] = None) -> None:
+        """Set ``job``'s ``sched.reason_pending`` / ``sched.t_estimate``; an ANNOTATE
+        response is sent only when they differ from what was last sent."""
+        wanted: dict[str, Any] = {"reason_pending": reason}
+        if t_estimate is not None and not math.isinf(t_estimate):
+            wanted["t_estimate"] = t_estimate
+        if wanted == job.sent:
+            return
+        update: dict[str, Any] = {k: None for k in job.sent if k not in wanted}
+        update.update({k: v for k, v in wanted.items() if job.sent.get(k) != v})
+        job.sent = wanted
+        self._out.append({"id": job.id, "type": ANNOTATE, "annotations": {"sched": update}})
+
+    def annotate_queue(self, now: float, head_start: Optional[float] = None) -> None:
+        """The usual annotations once the policy has started what it can: the head
+        waits for resources (estimated start ``head_start``, computed by
+        :meth:`estimated_start` when None); jobs behind it wait for it. Only what
+        changed is recomputed, so a long queue costs nothing per event."""
+        queue = self._queue
+        if not queue:
+            self._fresh.clear()
+            return
+        head = queue[0]
+        if head_start is not None or (head.id, self._version) != self._estimated:
+            self._estimated = (head.id, self._version)
+            if head_start is None:
+                head_start = self.estimated_start(head.nodes, now)[0]
+            self.annotate(head, REASON_RESOURCES, head_start)
+        for job in self._fresh:
+            if job is not head and job.id in self._pending:
+                self.annotate(job, REASON_PRIORITY)
+        self._fresh.clear()
+
+    def estimated_start(self, nodes: int, now: float) -> tuple[float, int]:
+        """When ``nodes`` ranks will be free if running jobs end at their walltime,
+        and how many ranks beyond ``nodes`` are free then (EASY's "extra" nodes)."""
+        free = len(self._free)
+        if free >= nodes:
+            return now, free - nodes
+        for end, count in sorted((r.end, len(r.ranks)) for r in self._running.values()):
+            free += count
+            if free >= nodes:
+                return max(end, now), free - nodes
+        return math.inf, 0
+
+    # -- internals ---------------------------------------------------------------------
+    def _insert(self, job: Pending) -> None:
+        queue = self._queue
+        if not queue or queue[-1].key <= job.key:  # the common case: arrivals in order
+            queue.append(job)
+            return
+        lo, hi = 0, len(queue)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if queue[mid].key <= job.key:
+                lo = mid + 1
+            else:
+                hi = mid
+        queue.insert(lo, job)
+
+    def _run(self, now: float) -> list[Msg]:
+        if self._queue:
+            self.schedule(now)
+        out, self._out = self._out, []
+        return out

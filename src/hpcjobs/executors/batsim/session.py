@@ -1,0 +1,314 @@
+"""One simulation: the simulator process, the ZeroMQ socket and the decision loop.
+
+The executor creates a session on its first submit. The session binds a REP socket
+(Batsim connects to the decision process and sends first), starts the simulator, and
+runs the decision loop on one named daemon thread:
+
+1. receive Batsim's message (watching the process: if it dies, every live job ends
+   FAILED with the last lines of its stderr);
+2. wait until its events are due (real-time mode: the wall clock reaches their time);
+3. handle them (:class:`.jobmanager.JobManager`: statuses, scheduler decisions);
+4. hold the reply while the time mode says so (virtual time: while the client is not
+   waiting) or while Batsim would have nothing to do (it would end the simulation);
+5. reply: the decisions, plus what the client asked meanwhile (registrations, kills).
+
+A job submitted while a message is held is registered in that message's reply, at the
+simulated time the time mode gives (virtual: the message's time). Locks: ``_lock``
+guards the job manager; ``_pace`` (a condition) guards the client state and wakes the
+loop. ``_pace`` is never held while taking ``_lock`` or a job's lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator, Optional
+
+import zmq
+
+from ...errors import SubmitException
+from ...job import Job
+from . import protocol
+from .jobmanager import JobManager, JobRequest, Record
+from .pacing import ClientState, Pacer, WaitTracker
+from .process import spawn, tail
+from .protocol import Codec, Event, Message
+
+__all__ = ["Session", "SimulatorGone"]
+
+log = logging.getLogger(__name__)
+
+_POLL_MS = 200  # how often a wait for Batsim checks that the process is alive
+#: decisions Batsim answers later (an acknowledgement, a completion, JOB_KILLED)
+_WAKING = ("REGISTER_JOB", "EXECUTE_JOB", "KILL_JOB")
+
+
+class SimulatorGone(Exception):
+    """The simulator process ended or broke the protocol."""
+
+
+class Session:
+    """A running simulation and its decision loop."""
+
+    def __init__(self, name: str, command: Callable[[str], list[str]], run_dir: Path,
+                 endpoint: Optional[str],
+                 jm: JobManager, pacer: Pacer, cores: int, codec: Codec) -> None:
+        self.run_dir = run_dir
+        self.jm = jm
+        self._pacer = pacer
+        self._cores = cores
+        self._codec = codec
+        self._lock = threading.Lock()
+        self._pace = threading.Condition(threading.Lock())
+        self._client = ClientState()
+        self._held: Optional[float] = None  # time of the message awaiting our reply
+        self._now = 0.0  # the simulation's latest time
+        self._floor = 0.0  # the reply's 'now' may not be earlier (registration times)
+        self._call_at: Optional[float] = None  # pending CALL_ME_LATER
+        self._finished_sent = False
+        self.error: Optional[str] = None  # why the simulation is gone, once it is
+        self.ended = threading.Event()
+        self._sock_dir: Optional[Path] = None
+        if endpoint is None:
+            # a private (0700) directory: nobody else can connect to our socket
+            self._sock_dir = Path(tempfile.mkdtemp(prefix="hpcjobs-batsim-"))
+            endpoint = f"ipc://{self._sock_dir}/decision.sock"
+        self.endpoint = endpoint
+        self.stderr_path = run_dir / "simulator.stderr"
+        self._ctx = zmq.Context()
+        self._sock = self._ctx.socket(zmq.REP)
+        self._sock.setsockopt(zmq.LINGER, 0)
+        try:
+            self._sock.bind(endpoint)
+            argv = command(endpoint)
+            self.process = spawn(argv, run_dir, self.stderr_path)
+        except BaseException:
+            self._cleanup()
+            raise
+        log.info("simulation %s: %s (pid %d), endpoint %s", run_dir, argv[0], self.process.pid, endpoint)
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    # -- client side -------------------------------------------------------------------
+    @contextmanager
+    def client_call(self) -> Iterator[None]:
+        """Mark a client call in progress (virtual time stands still meanwhile)."""
+        with self._pace:
+            self._client.calls += 1
+        try:
+            yield
+        finally:
+            with self._pace:
+                self._client.calls -= 1
+                self._client.last_activity = time.monotonic()
+                self._pace.notify_all()
+
+    def submit(self, request: JobRequest, job: Job, bind: Callable[[str], None]) -> Record:
+        """Register a job in the reply to the message Batsim is waiting on."""
+        while True:
+            with self._pace:
+                while self._held is None:
+                    if self.error is not None:
+                        raise SubmitException(f"the simulation is gone: {self.error}")
+                    self._pace.wait(0.5)
+            with self._lock:
+                # the loop clears _held only under _lock: if it is set now, it stays
+                with self._pace:
+                    if self._held is None:
+                        continue
+                    t = self._pacer.submit_time(self._held)
+                    self._client.actions = True
+                    self._pace.notify_all()
+                self._floor = max(self._floor, t)
+                return self.jm.register(t, request, job, bind)
+
+    def cancel(self, record: Record) -> None:
+        """Cancel ``record`` in the next reply."""
+        with self._lock:
+            self.jm.request_cancel(record)
+        with self._pace:
+            self._client.actions = True
+            self._pace.notify_all()
+
+    def record(self, native_id: str) -> Optional[Record]:
+        """The job ``native_id`` of this simulation, if there is one."""
+        with self._lock:
+            return self.jm.records.get(native_id)
+
+    def attach(self, native_id: str, job: Job) -> bool:
+        """Bind ``job`` to job ``native_id`` too (False if there is no such job)."""
+        with self._lock:
+            return self.jm.attach(native_id, job)
+
+    def native_ids(self) -> list[str]:
+        """Every job of this simulation."""
+        with self._lock:
+            return list(self.jm.records)
+
+    def track_waits(self, job: Job) -> None:
+        """Let virtual time see this job's ``wait()`` calls."""
+        with job._lock:
+            if job._cond is None:
+                job._cond = WaitTracker(job._lock, self._waiters_changed)
+
+    def close(self, timeout: float) -> None:
+        """Finish registration, let the simulation run to its end (as fast as it can)
+        for up to ``timeout`` wall seconds, then stop the simulator."""
+        with self._pace:
+            self._client.closing = True
+            self._pace.notify_all()
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            log.warning("simulation %s did not end within %g s of close(); stopping it",
+                        self.run_dir, timeout)
+            self._fail(f"the executor was closed and the simulation did not end within {timeout:g} s")
+            self.process.kill()
+            self._thread.join(5)
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def abort(self) -> None:
+        """Stop at once (executor garbage-collected): kill the simulator."""
+        with self._pace:
+            self._client.closing = True
+            self._pace.notify_all()
+        if self.process.poll() is None:
+            self.process.kill()
+
+    def _waiters_changed(self, delta: int) -> None:
+        with self._pace:
+            self._client.waiters += delta
+            self._client.last_activity = time.monotonic()
+            self._pace.notify_all()
+
+    # -- the decision loop -------------------------------------------------------------
+    def _loop(self) -> None:
+        try:
+            msg = self._recv()
+            begins = [e for e in msg.events if e["type"] == "SIMULATION_BEGINS"]
+            if not begins:
+                raise SimulatorGone(f"the simulator's first message is not SIMULATION_BEGINS: {msg!r}"[:500])
+            with self._lock:
+                self.jm.begin(begins[0]["data"], self._cores)
+            self._pacer.start()
+            while True:
+                self._wait(lambda: self._pacer.due(msg.now, self._client))
+                ending = any(e["type"] == "SIMULATION_ENDS" for e in msg.events)
+                with self._lock:
+                    self._now = msg.now
+                    if any(e["type"] == "REQUESTED_CALL" for e in msg.events):
+                        self._call_at = None
+                    decisions = self.jm.handle(msg.events, msg.now)
+                if ending:
+                    self._send(Message(msg.now, []))
+                    self._end("the simulation ended before the job finished", msg.now)
+                    return
+                self._hold(msg.now)
+                self._send(self._reply(msg.now, decisions))
+                msg = self._recv()
+        except SimulatorGone as e:
+            self._fail(str(e))
+        except Exception as e:  # a bug or a broken scheduler: never leave jobs hanging
+            log.exception("simulation %s: decision loop failed", self.run_dir)
+            self._fail(f"the decision loop failed: {e!r}")
+            self.process.kill()
+        finally:
+            self._cleanup()
+
+    def _hold(self, t: float) -> None:
+        """Publish the held message and wait until the reply may go."""
+        def delay() -> Optional[float]:
+            if not (self.jm.busy or self._call_at is not None or self._client.closing
+                    or self._client.actions):
+                return 1.0  # Batsim would have nothing to do: wait for the client
+            return self._pacer.hold(self._client)
+        with self._pace:
+            self._held = t
+            self._pace.notify_all()
+        self._wait(delay)
+
+    def _wait(self, delay: Callable[[], Optional[float]]) -> None:
+        with self._pace:
+            while True:
+                seconds = delay()
+                if seconds is None:
+                    return
+                self._pace.wait(min(seconds, 0.5))
+                if self.process.poll() is not None:
+                    raise SimulatorGone(self._death())
+
+    def _reply(self, t: float, decisions: list[Event]) -> Message:
+        with self._lock:
+            with self._pace:
+                self._held = None
+                self._client.actions = False
+                closing = self._client.closing
+            now = max(t, self._floor)
+            events = decisions + self.jm.flush(now)
+            tick = self._pacer.tick
+            if closing and not self._finished_sent:
+                # Batsim ends the simulation once registration is over and jobs are done
+                events.append(protocol.notify(now, "registration_finished"))
+                self._finished_sent = True
+            elif not self._finished_sent and self._call_at is None:
+                if tick is not None:
+                    self._call_at = now + tick
+                elif self.jm.live and not (self.jm.running or any(
+                        e["type"] in _WAKING for e in events)):
+                    # queued jobs but nothing running: a scheduler waiting for time to
+                    # pass would starve Batsim (a deadlock for real Batsim)
+                    log.warning("simulation %s: jobs queued but none running at %s; "
+                                "asking Batsim to call back in 1 s", self.run_dir, now)
+                    self._call_at = now + 1.0
+                if self._call_at is not None:
+                    events.append(protocol.call_me_later(now, self._call_at))
+            events.sort(key=lambda e: e["timestamp"])  # stable: decisions stay in order
+            return Message(now, events)
+
+    # -- I/O ---------------------------------------------------------------------------
+    def _recv(self) -> Message:
+        while not self._sock.poll(_POLL_MS):
+            if self.process.poll() is not None:
+                raise SimulatorGone(self._death())
+        try:
+            return self._codec.decode(self._sock.recv())
+        except protocol.ProtocolError as e:
+            raise SimulatorGone(str(e)) from None
+
+    def _send(self, msg: Message) -> None:
+        self._sock.send(self._codec.encode(msg))
+
+    def _death(self) -> str:
+        code = self.process.poll()
+        how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
+        last = tail(self.stderr_path)
+        return f"the simulator {how}" + (f": {last}" if last else " (no error output)")
+
+    # -- endings -----------------------------------------------------------------------
+    def _fail(self, message: str) -> None:
+        log.error("simulation %s: %s", self.run_dir, message)
+        self._end(message, self._now)
+
+    def _end(self, message: str, now: float) -> None:
+        with self._lock:
+            self.jm.end(message, now)
+        with self._pace:
+            if self.error is None:
+                self.error = message
+            self._pace.notify_all()
+        self.ended.set()
+
+    def _cleanup(self) -> None:
+        self._sock.close(linger=0)
+        self._ctx.term()
+        if self._sock_dir is not None:
+            shutil.rmtree(self._sock_dir, ignore_errors=True)
