@@ -23,7 +23,7 @@ from hpcjobs import Job, JobSpec, JobState
 from hpcjobs.serialize import dumps, loads
 
 HPCJOBS = str(Path(sys.executable).with_name("hpcjobs"))
-Cli = Callable[..., subprocess.CompletedProcess]  # type: ignore[type-arg]
+Cli = Callable[..., "subprocess.CompletedProcess[str]"]
 
 
 def _argv(tmp_path: Path, args: tuple[str, ...]) -> list[str]:
@@ -39,7 +39,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 @pytest.fixture
 def cli(tmp_path: Path) -> Cli:
-    def run(*args: str, stdin: Optional[str] = None) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
+    def run(*args: str, stdin: Optional[str] = None) -> "subprocess.CompletedProcess[str]":
         return subprocess.run(_argv(tmp_path, args), cwd=tmp_path, env=_env(tmp_path),
                               input=stdin, capture_output=True, text=True, timeout=120)
     return run

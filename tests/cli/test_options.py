@@ -28,8 +28,8 @@ def test_durations(text: str, expected: timedelta) -> None:
 
 
 @pytest.mark.parametrize("text,message", [
-    ("10", "add a unit"), ("1h30", "not a duration"), ("1:2:3:4", "not a duration"), ("soon", "not a duration"),
-    ("", "not a duration"),
+    ("10", "add a unit"), ("1h30", "not a duration"), ("1:2:3:4", "not a duration"),
+    ("soon", "not a duration"), ("", "not a duration"),
 ])
 def test_ambiguous_or_bad_durations_are_refused(text: str, message: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=message):

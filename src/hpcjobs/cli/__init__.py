@@ -81,12 +81,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--exclusive", action="store_true", help="whole nodes")
     g = job.add_argument_group("attributes")
     g.add_argument("-t", "--time", "--duration", dest="time", type=options.duration,
-                   metavar="DURATION", help="walltime: 90s, 10m, 1h30m, 2d, HH:MM:SS or D-HH[:MM[:SS]]")
+                   metavar="DURATION",
+                   help="walltime: 90s, 10m, 1h30m, 2d, HH:MM:SS or D-HH[:MM[:SS]]")
     g.add_argument("-q", "--queue")
     g.add_argument("-A", "--project", "--account", dest="project")
     g.add_argument("--reservation")
     g.add_argument("--attr", action="append", type=options.key_value, default=[],
-                   metavar="KEY=VALUE", help="custom attribute (a string), e.g. slurm.constraint=gpu")
+                   metavar="KEY=VALUE",
+                   help="custom attribute (a string), e.g. slurm.constraint=gpu")
     g.add_argument("--attr-json", action="append", type=options.key_json, default=[],
                    metavar="KEY=JSON", help="custom attribute given as JSON")
 
