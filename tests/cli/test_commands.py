@@ -221,3 +221,16 @@ def test_debug_adds_the_traceback(cli: Cli) -> None:
     p = cli("run", "--debug", "-N", "0", "/bin/true")
     assert p.returncode == 125
     assert "Traceback" in p.stderr and "InvalidJobException" in p.stderr
+
+
+def test_a_closed_output_pipe_ends_quietly(cli: Cli, tmp_path: Path) -> None:
+    assert cli("submit", "/bin/true").returncode == 0  # something for list to print
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before anything is written (`| head -0`)
+    try:
+        p = subprocess.run(_argv(tmp_path, ("list",)), cwd=tmp_path, env=_env(tmp_path),
+                           stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert p.returncode == 128 + signal.SIGPIPE
+    assert p.stderr == ""

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import signal
 import sys
 import traceback
 from typing import NoReturn, Optional, Sequence
@@ -152,6 +154,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         commands.err("interrupted")
         return commands.EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader went away (`hpcjobs list | head -1`): stop quietly, as cat does;
+        # stdout is pointed at /dev/null so the interpreter's final flush cannot fail too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except Exception as e:
         if ns.debug:
             traceback.print_exc()
