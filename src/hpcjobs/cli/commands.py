@@ -3,7 +3,8 @@
 Exit codes (docs/cli.md): 0 success; the job's own exit code for ``run`` (128+N when a
 signal N killed it, as a shell reports it); 1 a job failed or was canceled without an
 exit code; 2 a usage error; 124 a ``--timeout`` passed; 125 hpcjobs itself failed
-(invalid job, submission refused, unknown executor, unreadable file); 130 interrupted.
+(invalid job, submission refused, unknown executor, unreadable file); 130 interrupted;
+141 the output pipe was closed by its reader.
 """
 
 from __future__ import annotations
