@@ -13,7 +13,7 @@ from typing import Callable
 
 import pytest
 
-from launcher_helpers import TIMEOUT, RunLauncher, launch_command
+from launcher_helpers import TIMEOUT, RunLauncher, launch_command, need_openmpi
 
 
 def test_multiple_rank_variables(run_launcher: RunLauncher) -> None:
@@ -99,18 +99,22 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.parametrize("launcher", ["multiple", "mpirun"])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
-def test_signal_stops_every_rank_and_skips_post_launch(tmp_path: Path, sig: int) -> None:
+def test_signal_stops_every_rank_and_skips_post_launch(tmp_path: Path, sig: int,
+                                                       launcher: str) -> None:
+    if launcher == "mpirun":
+        need_openmpi()
     pids = tmp_path / "pids"
     pids.mkdir()
     post = tmp_path / "post.sh"
     post.write_text(f"touch '{tmp_path}/post_ran'\n")
     rank = [sys.executable, "-c",
             "import os, sys, time\n"
-            "path = os.path.join(sys.argv[1], os.environ['PSIJ_RANK'])\n"
-            "open(path, 'w').write(str(os.getpid()))\n"
+            "rank = os.environ.get('PSIJ_RANK') or os.environ['OMPI_COMM_WORLD_RANK']\n"
+            "open(os.path.join(sys.argv[1], rank), 'w').write(str(os.getpid()))\n"
             "time.sleep(300)\n", str(pids)]
-    argv = launch_command("multiple", rank, post=str(post), n=3)
+    argv = launch_command(launcher, rank, post=str(post), n=3)
     # its own session, as executors start jobs: the signal goes to the launcher only
     proc = subprocess.Popen(argv, cwd=tmp_path, start_new_session=True)
     try:
@@ -124,3 +128,42 @@ def test_signal_stops_every_rank_and_skips_post_launch(tmp_path: Path, sig: int)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def test_cancel_during_pre_launch_starts_no_rank(tmp_path: Path) -> None:
+    # executors signal the job's whole process group: the pre-launch command ends, then
+    # the launcher ends by the same signal without starting a rank
+    pre = tmp_path / "pre.sh"
+    pre.write_text(f"echo \"$PSIJ_NODEFILE\" > '{tmp_path}/nodefile'\nsleep 300\n")
+    argv = launch_command("multiple", ["/bin/sh", "-c", f"touch '{tmp_path}/rank_ran'"],
+                          pre=str(pre), n=2)
+    proc = subprocess.Popen(argv, cwd=tmp_path, start_new_session=True)
+    try:
+        _wait_for(lambda: (tmp_path / "nodefile").exists(), "pre-launch to start")
+        _wait_for(lambda: any(_alive(p) and _comm(p) == "sleep" for p in _children(proc.pid)),
+                  "pre-launch's sleep")
+        os.killpg(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=TIMEOUT) == -signal.SIGTERM
+        assert not (tmp_path / "rank_ran").exists()
+        # the temporary node file went with the launcher
+        assert not Path((tmp_path / "nodefile").read_text().strip()).exists()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        return ""
