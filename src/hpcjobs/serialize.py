@@ -194,9 +194,12 @@ def status_from_dict(d: Dict[str, Any], where: str = "status") -> JobStatus:
             f"{where}.state: {name!r} is not a job state "
             f"({', '.join(s.name for s in JobState)})") from None
     time = _field(d, "time", (int, float), where)
+    if not math.isfinite(time):  # JSON's 1e400 reads as inf
+        raise SerializationError(f"{where}.time: {time!r} is not a time")
     exit_code = _field(d, "exit_code", int, where, optional=True)
     message = _field(d, "message", str, where, optional=True)
     metadata = _field(d, "metadata", dict, where, optional=True)
+    _check_json(where + ".metadata", metadata)
     return JobStatus(state, time=time, exit_code=exit_code, message=message, metadata=metadata)
 
 
@@ -216,8 +219,11 @@ def _spec_from_dict(d: Optional[Dict[str, Any]]) -> Optional[JobSpec]:
     if attributes is not None:
         _known("spec.attributes.", attributes, _ATTRIBUTE_FIELDS)
         _field(attributes, "duration", (int, float), "spec.attributes", optional=True)
+        _check_json("spec.attributes.custom_attributes", attributes.get("custom_attributes"))
     try:
         return JobSpec.from_dict(d)
+    except OverflowError:
+        raise SerializationError("spec.attributes.duration: out of range") from None
     except (TypeError, ValueError) as e:
         # the model's checks name the field (JobSpec.arguments, ResourceSpecV1.memory...)
         raise SerializationError(f"spec: {e}") from None

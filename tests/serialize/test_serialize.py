@@ -201,6 +201,7 @@ def doc(**changes: Any) -> dict[str, Any]:
     (doc(kind="Job", id="x", status={"state": "NEW", "time": 0, "exit_code": 1.0}),
      "status.exit_code has the wrong type: float"),
     (doc(kind="Job", status={"state": "NEW", "time": 0}), "id is missing"),
+    (doc(spec={"attributes": {"duration": 1e300}}), "spec.attributes.duration: out of range"),
 ])
 def test_bad_documents_are_refused_naming_the_field(document: Any, message: str) -> None:
     with pytest.raises(SerializationError) as e:
@@ -221,3 +222,21 @@ def test_job_document_loads_as_a_record_without_executor() -> None:
     assert isinstance(back, Job)
     assert back.executor is None and back.native_id == "1234"
     assert back.status.state is JobState.COMPLETED and back.status.exit_code == 0
+
+
+@pytest.mark.parametrize("text,message", [
+    ('"time": 1e400}', "status.time: inf is not a time"),
+    ('"time": 0, "metadata": {"x": [-1e400]}}', "status.metadata['x'][0]: -inf is not a JSON"),
+])
+def test_numbers_json_reads_as_infinite_are_refused(text: str, message: str) -> None:
+    head = '{"format": "hpcjobs.job", "version": 1, "kind": "Job", "id": "j", "status": ' \
+           '{"state": "NEW", '
+    with pytest.raises(SerializationError) as e:
+        loads(head + text + "}")
+    assert message in str(e.value)
+
+
+def test_custom_attributes_read_as_infinite_are_refused() -> None:
+    text = dumps(JobSpec("/bin/true", attributes=JobAttributes(custom_attributes={"k": 1})))
+    with pytest.raises(SerializationError, match=r"custom_attributes\['k'\]: inf"):
+        loads(text.replace('"k": 1', '"k": 1e999'))
