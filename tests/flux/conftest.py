@@ -10,11 +10,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+if TYPE_CHECKING:
+    from hpcjobs import JobExecutor
+
 DOUBLE_PATH = str(Path(__file__).resolve().parent.parent / "flux_double")
-FIXTURES = Path("/work/shared/fixtures/flux-0.88")
 
 if DOUBLE_PATH not in sys.path:
     sys.path.insert(0, DOUBLE_PATH)
@@ -35,3 +38,13 @@ def flux_uri(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 @pytest.fixture
 def handle(flux_uri: str) -> flux.Flux:
     return flux.Flux(flux_uri)
+
+
+@pytest.fixture
+def executor(flux_uri: str) -> Iterator[JobExecutor]:
+    """A Flux executor on the fresh simulated instance, closed afterwards."""
+    from hpcjobs import JobExecutor
+
+    ex = JobExecutor.get_instance("flux", url=flux_uri)
+    yield ex
+    ex.close()

@@ -16,7 +16,8 @@ import json
 import logging
 import os
 import signal
-from typing import Any, Mapping, NamedTuple, Optional
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from ...state import JobState, JobStatus
 
@@ -36,9 +37,9 @@ class Update(NamedTuple):
     """What one event changes: a new status (with ``ran``: the job executed), or only
     the current status's ``metadata``; both None when nothing changed."""
 
-    status: Optional[JobStatus] = None
+    status: JobStatus | None = None
     ran: bool = False
-    metadata: Optional[dict[str, Any]] = None
+    metadata: dict[str, Any] | None = None
 
 
 def decode_wait_status(status: int) -> int:
@@ -48,7 +49,7 @@ def decode_wait_status(status: int) -> int:
     return os.WEXITSTATUS(status)
 
 
-def task_signal(exec_eventlog: str, exit_code: int) -> Optional[int]:
+def task_signal(exec_eventlog: str, exit_code: int) -> int | None:
     """N if the job's exec eventlog (RFC 18 text) shows a task killed by signal N that
     the shell reported as exit code ``exit_code`` (= 128+N), else None."""
     for line in exec_eventlog.splitlines():
@@ -75,8 +76,8 @@ class JobEvents:
         self.jobid = jobid
         self.metadata: dict[str, Any] = {}
         self._seen: set[tuple[float, str]] = set()
-        self._fatal: Optional[Mapping[str, Any]] = None
-        self._wait_status: Optional[int] = None
+        self._fatal: Mapping[str, Any] | None = None
+        self._wait_status: int | None = None
         self._ran = False
         self.done = False
 
@@ -109,7 +110,7 @@ class JobEvents:
             return Update(metadata=dict(self.metadata))
         return Update()
 
-    def _annotate(self, annotations: Optional[Mapping[str, Any]]) -> None:
+    def _annotate(self, annotations: Mapping[str, Any] | None) -> None:
         # The journal's ``annotations`` event and the ``alloc`` context both carry the
         # job manager's dictionary *after* it applied the scheduler's update with the
         # RFC 27 rules (null deletes a key, dicts merge): a snapshot, so it replaces

@@ -18,7 +18,8 @@ import logging
 import os
 import threading
 import weakref
-from typing import Any, Mapping, Optional, Union
+from collections.abc import Mapping
+from typing import Any
 
 from ...errors import InvalidJobException, SubmitException
 from ...executor import JobExecutor, JobExecutorConfig
@@ -47,7 +48,7 @@ def _import_bindings() -> tuple[Any, Any]:
         raise ImportError(_MISSING_BINDINGS.format(error=e)) from e
 
 
-def _connect(flux: Any, url: Optional[str]) -> Any:
+def _connect(flux: Any, url: str | None) -> Any:
     """A new handle on the instance at ``url`` (None: the enclosing one, $FLUX_URI)."""
     try:
         return flux.Flux(url) if url is not None else flux.Flux()
@@ -65,8 +66,8 @@ class FluxJobExecutor(JobExecutor):
     name = "flux"
     version_string = "0.1.0"
 
-    def __init__(self, url: Optional[str] = None,
-                 config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> None:
+    def __init__(self, url: str | None = None,
+                 config: JobExecutorConfig | Mapping[str, Any] | None = None) -> None:
         super().__init__(url, config)
         self._flux, self._flux_job = _import_bindings()
         connect = functools.partial(_connect, self._flux, url)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 from ...environment import expand, job_environment
 from ...errors import InvalidJobException
@@ -22,7 +22,7 @@ from ...spec import JobSpec
 __all__ = ["FluxSubmission", "build_jobspec"]
 
 #: flux-core's urgency range (flux-submit(1) --urgency): 0 holds, 31 expedites
-_URGENCY = range(0, 32)
+_URGENCY = range(32)
 _DEFAULT_URGENCY = 16
 
 
@@ -78,7 +78,7 @@ def build_jobspec(flux_job: Any, spec: JobSpec, launcher: Launcher) -> FluxSubmi
 
 def _set_stdio(js: Any, spec: JobSpec, cwd: str) -> None:
     for field in ("stdin_path", "stdout_path", "stderr_path"):
-        path: Optional[Path] = getattr(spec, field)
+        path: Path | None = getattr(spec, field)
         if path is None:
             continue
         if field != "stdin_path" and "{{" in str(path):

@@ -16,7 +16,8 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["JournalWatcher"]
 
@@ -43,10 +44,10 @@ class JournalWatcher:
         self._name = name
         self._connect = connect
         self._flux_job = flux_job
-        self._ref: Callable[[], Optional[EventHandler]] = weakref.WeakMethod(on_event) \
+        self._ref: Callable[[], EventHandler | None] = weakref.WeakMethod(on_event) \
             if hasattr(on_event, "__self__") else (lambda: on_event)
         self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     def start(self) -> None:

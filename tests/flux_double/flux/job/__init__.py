@@ -1,5 +1,8 @@
 """TEST DOUBLE of ``flux.job`` (flux-core 0.88): submit, watch, cancel, kill, list.
 
+Like the real functions, these take the job id as an int (a ``JobID``): they call
+``int(jobid)``, so an f58 string is a ``ValueError``.
+
 See the package docstring of ``flux``.  Behaviour sources (fixtures/flux-0.88/):
 submit returns a ``JobID`` and an invalid jobspec raises ``PermissionError(EPERM)``
 with the validator's message (infeasible.txt); ``cancel`` raises
@@ -96,7 +99,7 @@ def submit_async(flux_handle: Flux, jobspec: Jobspec | str | bytes,
 
 def job_raise(flux_handle: Flux, jobid: Any, type: str, severity: int,
               note: str = "") -> None:
-    flux_handle.instance.raise_exception(int(JobID(jobid)), type, severity, note)
+    flux_handle.instance.raise_exception(int(jobid), type, severity, note)
 
 
 def cancel(flux_handle: Flux, jobid: Any, reason: str | None = None) -> None:
@@ -115,14 +118,14 @@ def cancel_async(flux_handle: Flux, jobid: Any, reason: str | None = None) -> Su
 
 
 def kill(flux_handle: Flux, jobid: Any, signum: int | None = None) -> None:
-    flux_handle.instance.kill(int(JobID(jobid)), 15 if signum is None else signum)
+    flux_handle.instance.kill(int(jobid), 15 if signum is None else signum)
 
 
 def result(flux_handle: Flux, jobid: Any, flags: int = 0) -> JobInfo:
     """Wait until the job is inactive; a JobInfo with result/returncode/waitstatus."""
     instance = flux_handle.instance
     with instance.cv:
-        job = instance.get(int(JobID(jobid)))
+        job = instance.get(int(jobid))
         instance.cv.wait_for(lambda: job.state == "INACTIVE")
         return JobInfo(_record(job))
 
@@ -133,7 +136,7 @@ def job_kvs_lookup(flux_handle: Flux, jobid: Any, keys: list[str] | None = None,
     an unknown id, like the real function."""
     instance = flux_handle.instance
     with instance.cv:
-        job = instance.jobs.get(int(JobID(jobid)))
+        job = instance.jobs.get(int(jobid))
         if job is None:
             return None
         data: dict[str, Any] = {"id": job.id}

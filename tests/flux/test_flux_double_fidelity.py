@@ -19,7 +19,7 @@ import flux.constants
 import flux.double
 import flux.job
 import pytest
-from transcripts import FIXTURES, Event, cli_eventlogs, main_eventlogs, names
+from flux_transcripts import FIXTURES, Event, cli_eventlogs, main_eventlogs, names
 
 JobspecV1 = flux.job.JobspecV1
 

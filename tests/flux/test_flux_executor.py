@@ -1,0 +1,532 @@
+"""FluxJobExecutor against the TEST DOUBLE of flux-core 0.88's bindings.
+
+The double (tests/flux_double) runs every job as a real process and reproduces the
+recorded transcripts; the executor does not know it is talking to one. The scenarios
+of each transcript in /work/shared/fixtures/flux-0.88 come first, then the PSI/J spec
+fields, then bad input and the lifecycle.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import flux
+import flux.double
+import flux.job
+import pytest
+from conftest import DOUBLE_PATH
+
+from hpcjobs import (
+    InvalidJobException,
+    Job,
+    JobAttributes,
+    JobExecutor,
+    JobSpec,
+    JobState,
+    JobStatus,
+    ResourceSpecV1,
+)
+
+WAIT = 60.0  # generous bound for waits; never a timing assertion
+
+
+def sh(script: str, **kwargs: Any) -> JobSpec:
+    return JobSpec("/bin/sh", ["-c", script], **kwargs)
+
+
+def run(ex: JobExecutor, spec: JobSpec) -> JobStatus:
+    job = Job(spec)
+    ex.submit(job)
+    status = job.wait(timeout=WAIT)
+    assert status is not None, f"job {job.native_id} did not end"
+    return status
+
+
+def recorded(job: Job) -> list[JobState]:
+    """Record the states the job's callback sees."""
+    states: list[JobState] = []
+    job.set_job_status_callback(lambda _job, status: states.append(status.state))
+    return states
+
+
+def eventually(check: Callable[[], bool]) -> None:
+    """Wait (bounded) for something the watcher thread updates asynchronously."""
+    deadline = time.monotonic() + WAIT
+    while not check():
+        assert time.monotonic() < deadline, "condition never became true"
+        time.sleep(0.02)
+
+
+def flux_handle(ex: JobExecutor) -> flux.Flux:
+    assert ex.url is not None
+    return flux.Flux(ex.url)
+
+
+def jobspec_of(ex: JobExecutor, job: Job) -> dict[str, Any]:
+    found = flux.job.job_kvs_lookup(flux_handle(ex), flux.job.JobID(job.native_id),
+                                    keys=["jobspec"])
+    assert found is not None
+    spec: dict[str, Any] = found["jobspec"]
+    return spec
+
+
+@pytest.fixture
+def slow_shell_executor() -> Any:
+    """An instance whose shell needs 2 s between ``start`` and starting the tasks."""
+    uri = flux.double.start_instance(cores=2, hostname="vm", shell_start_delay=2.0)
+    ex = JobExecutor.get_instance("flux", url=uri)
+    yield ex
+    ex.close()
+    flux.double.stop_instance(uri)
+
+
+# --- one scenario per recorded transcript -------------------------------------------------
+def test_true(executor: JobExecutor) -> None:
+    job = Job(JobSpec("/bin/true"))
+    states = recorded(job)
+    executor.submit(job)
+    assert job.native_id is not None and job.native_id.startswith("ƒ")
+    assert job.status.state is not JobState.NEW  # submit() returns with the job QUEUED
+    status = job.wait(timeout=WAIT)
+    assert status is not None and (status.state, status.exit_code) == (JobState.COMPLETED, 0)
+    eventually(lambda: len(states) == 3)
+    assert states == [JobState.QUEUED, JobState.ACTIVE, JobState.COMPLETED]
+
+
+def test_exit3(executor: JobExecutor) -> None:
+    status = run(executor, sh("exit 3"))
+    assert (status.state, status.exit_code, status.message) == (
+        JobState.FAILED, 3, "exited with code 3")
+
+
+def test_selfkill_is_a_signal(executor: JobExecutor) -> None:
+    # selfkill.txt: the shell reports status 35072 (exit 137); its exec eventlog shows
+    # the signal, so the job says -9 like every other executor
+    status = run(executor, JobSpec("/bin/sh", ["-c", "kill -9 $$"]))
+    assert (status.state, status.exit_code, status.message) == (
+        JobState.FAILED, -9, "killed by signal 9 (SIGKILL)")
+
+
+def test_kill_signal(executor: JobExecutor) -> None:
+    job = Job(JobSpec("/bin/sleep", ["300"]))
+    executor.submit(job)
+    h = flux_handle(executor)
+    jobid = flux.job.JobID(job.native_id)
+    flux.job.event_wait(h, jobid, "shell.start", eventlog="guest.exec.eventlog")
+    flux.job.kill(h, jobid, signal.SIGKILL)  # kill-signal.txt: no exception event
+    status = job.wait(timeout=WAIT)
+    assert status is not None and (status.state, status.exit_code) == (JobState.FAILED, -9)
+
+
+def test_cancel_running(executor: JobExecutor) -> None:
+    job = Job(JobSpec("/bin/sleep", ["300"]))
+    executor.submit(job)
+    job.wait(timeout=WAIT, target_states=JobState.ACTIVE)
+    job.cancel()
+    status = job.wait(timeout=WAIT)
+    assert status is not None and (status.state, status.exit_code, status.message) == (
+        JobState.CANCELED, -15, "canceled")
+
+
+def test_cancel_right_after_start(slow_shell_executor: JobExecutor) -> None:
+    """misc.txt: cancelled before the shell started the task: raw status 15."""
+    job = Job(JobSpec("/bin/sleep", ["300"]))
+    slow_shell_executor.submit(job)
+    job.wait(timeout=WAIT, target_states=JobState.ACTIVE)
+    job.cancel()
+    status = job.wait(timeout=WAIT)
+    assert status is not None and (status.state, status.exit_code) == (JobState.CANCELED, -15)
+
+
+def test_cancel_pending_with_estimate(executor: JobExecutor) -> None:
+    """cancel-pending.txt: a queued job carries sched.t_estimate, then ends CANCELED
+    without ever being ACTIVE."""
+    blocker = Job(JobSpec("/bin/sleep", ["300"], resources=ResourceSpecV1(process_count=2),
+                          attributes=JobAttributes(duration=timedelta(seconds=60))))
+    executor.submit(blocker)
+    blocker.wait(timeout=WAIT, target_states=JobState.ACTIVE)
+    job = Job(JobSpec("/bin/sleep", ["5"]))
+    states = recorded(job)
+    executor.submit(job)
+    eventually(lambda: "t_estimate" in (job.status.metadata or {}))
+    metadata = job.status.metadata or {}
+    assert job.status.state is JobState.QUEUED and metadata["native_state"] == "SCHED"
+    assert metadata["t_estimate"] > time.time()
+    job.cancel()
+    status = job.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.CANCELED
+    eventually(lambda: len(states) == 2)
+    assert states == [JobState.QUEUED, JobState.CANCELED]
+    blocker.cancel()
+
+
+def test_timeout(executor: JobExecutor) -> None:
+    status = run(executor, JobSpec("/bin/sleep", ["100"], attributes=JobAttributes(
+        duration=timedelta(seconds=1))))
+    assert status.state is JobState.FAILED
+    assert status.message == ("walltime reached: the job's time limit expired "
+                              "(Flux: resource allocation expired)")
+    assert status.exit_code == -signal.SIGALRM  # 36352 = 142 << 8, SIGALRM per exec log
+
+
+def test_nonexistent_command(executor: JobExecutor) -> None:
+    status = run(executor, JobSpec("/nonexistent/cmd"))
+    assert (status.state, status.exit_code) == (JobState.FAILED, 127)
+    assert status.message == ("could not be started: task 0 (host vm): start failed: "
+                              "/nonexistent/cmd: No such file or directory")
+
+
+def test_badcwd_runs_in_tmp(executor: JobExecutor, tmp_path: Path) -> None:
+    """badcwd.txt: Flux warns and runs the job in /tmp; the executor reports that."""
+    out = tmp_path / "out"
+    status = run(executor, JobSpec("/bin/pwd", directory="/nonexistent-dir",
+                                   stdout_path=out))
+    assert status.state is JobState.COMPLETED and out.read_text() == "/tmp\n"
+
+
+def test_infeasible(executor: JobExecutor) -> None:
+    status = run(executor, JobSpec("/bin/true", resources=ResourceSpecV1(process_count=64)))
+    assert status.state is JobState.FAILED and status.exit_code is None
+    assert status.message == ("Flux cannot allocate the resources: unsatisfiable request: "
+                              "need 64 slot(s) of 1 core(s), only 2 such slot(s) available "
+                              "(total cores: 2)")
+
+
+def test_rejected_jobspec_is_invalid_job(executor: JobExecutor) -> None:
+    """infeasible.txt: job-ingest refuses with EPERM and a message: InvalidJobException
+    with that message, and nothing is submitted."""
+    job = Job(JobSpec("/bin/true", attributes=JobAttributes(
+        custom_attributes={"flux.duration": "soon"})))
+    with pytest.raises(InvalidJobException) as raised:
+        executor.submit(job)
+    assert "Flux rejected the job: attributes.system.duration must be a number" \
+        in str(raised.value)
+    assert job.status.state is JobState.NEW and job.native_id is None
+    assert flux.job.JobList(flux_handle(executor), user="all").jobs() == []
+
+
+def test_nonfatal_exception(executor: JobExecutor) -> None:
+    job = Job(JobSpec("/bin/sleep", ["1"]))
+    executor.submit(job)
+    h = flux_handle(executor)
+    jobid = flux.job.JobID(job.native_id)
+    flux.job.event_wait(h, jobid, "start")
+    flux.job.job_raise(h, jobid, "probe-warning", 1, "non-fatal exception")
+    status = job.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.COMPLETED
+    assert (status.metadata or {})["exception"]["type"] == "probe-warning"
+
+
+def test_many_jobs_one_watcher(executor: JobExecutor) -> None:
+    """async.txt / journal.txt: jobs interleave; one journal thread serves them all."""
+    jobs = [Job(sh(f"exit {i % 3}")) for i in range(8)]
+    for job in jobs:
+        executor.submit(job)
+    for i, job in enumerate(jobs):
+        status = job.wait(timeout=WAIT)
+        assert status is not None and status.exit_code == i % 3
+    watchers = [t.name for t in threading.enumerate() if t.name.startswith("hpcjobs-flux-")]
+    assert len(watchers) == 1 and watchers[0].endswith("-journal")
+
+
+def test_list_active_jobs(executor: JobExecutor) -> None:
+    """joblist.txt: job-list's active jobs of the user."""
+    done = Job(JobSpec("/bin/true"))
+    executor.submit(done)
+    done.wait(timeout=WAIT)
+    running = Job(JobSpec("/bin/sleep", ["300"]))
+    executor.submit(running)
+    running.wait(timeout=WAIT, target_states=JobState.ACTIVE)
+    assert executor.list() == [running.native_id]
+    running.cancel()
+
+
+def test_annotations_while_queued() -> None:
+    """annotations.txt (sched-simple debug bit 2): reason_pending and jobs_ahead."""
+    uri = flux.double.start_instance(cores=2, annotate_reason_pending=True)
+    ex = JobExecutor.get_instance("flux", url=uri)
+    try:
+        blocker = Job(JobSpec("/bin/sleep", ["300"],
+                              resources=ResourceSpecV1(process_count=2)))
+        ex.submit(blocker)
+        blocker.wait(timeout=WAIT, target_states=JobState.ACTIVE)
+        queued = [Job(JobSpec("/bin/true")) for _ in range(2)]
+        for job in queued:
+            ex.submit(job)
+        estimates = []
+        for ahead, job in enumerate(queued):
+            eventually(lambda job=job: "jobs_ahead" in (job.status.metadata or {}))
+            metadata = job.status.metadata or {}
+            assert (metadata["reason_pending"], metadata["jobs_ahead"]) == (
+                "insufficient resources", ahead)
+            estimates.append(metadata["t_estimate"])  # every job has a 10 min default limit
+        assert time.time() < estimates[0] == estimates[1]  # both fit when the blocker ends
+        blocker.cancel()
+        for job in queued:
+            status = job.wait(timeout=WAIT)
+            assert status is not None and status.state is JobState.COMPLETED
+            assert "reason_pending" not in (status.metadata or {})
+            assert (status.metadata or {})["resource_summary"].startswith("rank0/core")
+    finally:
+        ex.close()
+        flux.double.stop_instance(uri)
+
+
+def test_dependencies_and_urgency(executor: JobExecutor) -> None:
+    """depend-urgency.txt through custom attributes ``flux.dependencies``/``flux.urgency``."""
+    parent = Job(JobSpec("/bin/sleep", ["1"]))
+    executor.submit(parent)
+    child = Job(JobSpec("/bin/true", attributes=JobAttributes(custom_attributes={
+        "flux.dependencies": [{"scheme": "afterok", "value": parent.native_id}]})))
+    executor.submit(child)
+    eventually(lambda: (child.status.metadata or {}).get("native_state") == "DEPEND")
+    status = child.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.COMPLETED
+
+    failing = Job(sh("exit 1"))
+    executor.submit(failing)
+    orphan = Job(JobSpec("/bin/true", attributes=JobAttributes(custom_attributes={
+        "flux.dependencies": [{"scheme": "afterok", "value": failing.native_id}]})))
+    executor.submit(orphan)
+    status = orphan.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.FAILED
+    assert status.message is not None and status.message.startswith(
+        "dependency failed: dependency after-success=")
+
+    held = Job(JobSpec("/bin/true", attributes=JobAttributes(
+        custom_attributes={"flux.urgency": 0})))
+    executor.submit(held)
+    eventually(lambda: (held.status.metadata or {}).get("native_state") == "SCHED")
+    assert held.status.state is JobState.QUEUED
+    flux_handle(executor).rpc("job-manager.urgency", {
+        "id": int(flux.job.JobID(held.native_id)), "urgency": 16}).get()
+    status = held.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.COMPLETED
+
+
+def test_attach_to_jobs_of_the_flux_command(executor: JobExecutor) -> None:
+    """cli.txt: jobs submitted outside hpcjobs (here through the bindings, as the
+    ``flux`` command does), attached by id while running and after they ended."""
+    h = flux_handle(executor)
+    env = {"PATH": os.environ["PATH"]}
+    running = flux.job.submit(h, flux.job.JobspecV1.from_command(
+        ["sleep", "1"], environment=env))
+    finished = flux.job.submit(h, flux.job.JobspecV1.from_command(
+        ["sh", "-c", "exit 3"], environment=env))
+    flux.job.event_wait(h, finished, "clean")
+    flux.job.event_wait(h, running, "start")
+
+    job = Job()
+    states = recorded(job)
+    executor.attach(job, running.f58)
+    status = job.wait(timeout=WAIT)
+    assert status is not None and (status.state, status.exit_code) == (JobState.COMPLETED, 0)
+    eventually(lambda: len(states) == 3)
+    assert states == [JobState.QUEUED, JobState.ACTIVE, JobState.COMPLETED]
+
+    late = Job()
+    executor.attach(late, str(int(finished)))  # any Flux id encoding
+    status = late.wait(timeout=WAIT)
+    assert status is not None and (status.state, status.exit_code) == (JobState.FAILED, 3)
+    assert late.native_id == finished.f58
+
+    for bad, message in (("ƒ2SH4Dtt", "Flux does not know job ƒ2SH4Dtt"),
+                         ("not-an-id", "'not-an-id' is not a Flux job id")):
+        unknown = Job()
+        executor.attach(unknown, bad)
+        status = unknown.wait(timeout=WAIT)
+        assert status is not None and status.state is JobState.FAILED
+        assert status.message is not None and status.message.startswith(message)
+
+
+def test_attach_from_another_executor(executor: JobExecutor, flux_uri: str) -> None:
+    job = Job(JobSpec("/bin/sleep", ["300"]))
+    executor.submit(job)
+    job.wait(timeout=WAIT, target_states=JobState.ACTIVE)
+    other = JobExecutor.get_instance("flux", url=flux_uri)
+    try:
+        twin = Job()
+        other.attach(twin, job.native_id)
+        eventually(lambda: twin.status.state is JobState.ACTIVE)
+        other.cancel(twin)
+        status = twin.wait(timeout=WAIT)
+        assert status is not None and status.state is JobState.CANCELED
+        assert job.wait(timeout=WAIT) is not None and job.status.state is JobState.CANCELED
+    finally:
+        other.close()
+
+
+# --- the PSI/J spec, field by field ---------------------------------------------------------
+def test_environment_is_exactly_the_jobs(executor: JobExecutor, tmp_path: Path) -> None:
+    out = tmp_path / "env"
+    status = run(executor, JobSpec("/usr/bin/env", inherit_environment=False,
+                                   environment={"A": "x y", "B": "${A}/z"}, stdout_path=out))
+    assert status.state is JobState.COMPLETED
+    env = dict(line.split("=", 1) for line in out.read_text().splitlines())
+    # the Flux shell adds its FLUX_* variables (flux-shell(1)); nothing else may appear
+    assert {k: v for k, v in env.items() if not k.startswith("FLUX_")} == {
+        "A": "x y", "B": "x y/z"}
+
+
+def test_environment_inherited(executor: JobExecutor, tmp_path: Path,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HPCJOBS_FLUX_PROBE", "inherited")
+    out = tmp_path / "out"
+    run(executor, sh('printf %s "$HPCJOBS_FLUX_PROBE"', stdout_path=out))
+    assert out.read_text() == "inherited"
+
+
+def test_directory_and_streams(executor: JobExecutor, tmp_path: Path) -> None:
+    (tmp_path / "in").write_text("from stdin\n")
+    status = run(executor, sh("pwd; cat; echo to-stderr >&2", directory=tmp_path,
+                              stdin_path="in", stdout_path="out", stderr_path="err"))
+    assert status.state is JobState.COMPLETED
+    assert (tmp_path / "out").read_text() == f"{tmp_path}\nfrom stdin\n"
+    assert (tmp_path / "err").read_text() == "to-stderr\n"
+
+
+def test_stderr_kept_out_of_stdout(executor: JobExecutor, tmp_path: Path) -> None:
+    """Flux copies stderr into the stdout file unless told otherwise; PSI/J does not."""
+    out = tmp_path / "out"
+    run(executor, sh("echo out; echo err >&2", stdout_path=out))
+    assert out.read_text() == "out\n"
+
+
+def test_hostile_arguments_byte_exact(executor: JobExecutor, tmp_path: Path) -> None:
+    args = ["a b", "$HOME", "`id`", "'q'\"", "new\nline", "ü", "--", "*", "${UNSET_X}y"]
+    out = tmp_path / "out"
+    run(executor, JobSpec("/usr/bin/printf", ["%s\\0", *args], stdout_path=out))
+    # ${NAME} is the one substitution the spec asks for; the rest passes through
+    assert out.read_bytes().split(b"\0")[:-1] == [a.encode() for a in args[:-1]] + [b"y"]
+
+
+def test_pre_and_post_launch(executor: JobExecutor, tmp_path: Path) -> None:
+    pre, post = tmp_path / "pre.sh", tmp_path / "post.sh"
+    pre.write_text("export FROM_PRE=pre-value\n")
+    post.write_text(f"echo post >> {tmp_path}/log\n")
+    status = run(executor, sh(f'echo "$FROM_PRE" >> {tmp_path}/log', pre_launch=pre,
+                              post_launch=post))
+    assert status.state is JobState.COMPLETED
+    assert (tmp_path / "log").read_text() == "pre-value\npost\n"
+
+
+def test_multiple_launcher(executor: JobExecutor, tmp_path: Path) -> None:
+    status = run(executor, sh(f'echo "$PSIJ_RANK" >> {tmp_path}/ranks', launcher="multiple",
+                              resources=ResourceSpecV1(process_count=2)))
+    assert status.state is JobState.COMPLETED
+    assert sorted((tmp_path / "ranks").read_text().split()) == ["0", "1"]
+
+
+def test_jobspec_fields(executor: JobExecutor) -> None:
+    job = Job(JobSpec("/bin/true", name="my job", resources=ResourceSpecV1(
+        node_count=1, process_count=2, cpu_cores_per_process=1, exclusive_node_use=True),
+        attributes=JobAttributes(duration=timedelta(seconds=90), queue_name="batch",
+                                 project_name="acct", custom_attributes={
+                                     "flux.shell_options": {"cpu-affinity": "off"},
+                                     "flux.user.note": "mine", "slurm.ignored": 1})))
+    executor.submit(job)
+    job.wait(timeout=WAIT)
+    spec = jobspec_of(executor, job)
+    system = spec["attributes"]["system"]
+    assert spec["resources"] == [{"type": "node", "count": 1, "exclusive": True, "with": [
+        {"type": "slot", "count": 2, "with": [{"type": "core", "count": 1}],
+         "label": "task"}]}]
+    assert spec["tasks"][0]["count"] == {"total": 1}  # the launcher starts the processes
+    assert (system["duration"], system["queue"], system["bank"], system["job"]["name"]) \
+        == (90.0, "batch", "acct", "my job")
+    assert system["shell"]["options"]["cpu-affinity"] == "off"
+    assert spec["attributes"]["user"] == {"note": "mine"}
+
+
+def test_gpus_requested(executor: JobExecutor) -> None:
+    job = Job(JobSpec("/bin/true", resources=ResourceSpecV1(process_count=1,
+                                                            gpu_cores_per_process=1)))
+    executor.submit(job)
+    status = job.wait(timeout=WAIT)
+    assert jobspec_of(executor, job)["resources"][0]["with"][1] == {"type": "gpu", "count": 1}
+    assert status is not None and status.state is JobState.FAILED  # the double has none
+
+
+@pytest.mark.parametrize("spec, field", [
+    (JobSpec("/bin/true", resources=ResourceSpecV1(memory=1 << 30)), "ResourceSpecV1.memory"),
+    (JobSpec("/bin/true", attributes=JobAttributes(reservation_id="r1")),
+     "JobAttributes.reservation_id"),
+    (JobSpec("/bin/true", resources=ResourceSpecV1(process_count=2, exclusive_node_use=True)),
+     "ResourceSpecV1.exclusive_node_use"),
+    (JobSpec("/bin/true", stdout_path="/tmp/job-{{id}}.out"), "JobSpec.stdout_path"),
+    (JobSpec("/bin/true", attributes=JobAttributes(custom_attributes={"flux.urgency": 99})),
+     "flux.urgency"),
+    (JobSpec("/bin/true", attributes=JobAttributes(custom_attributes={"flux.x": object()})),
+     "flux.x"),
+    (JobSpec("/bin/true", attributes=JobAttributes(custom_attributes={"flux.a..b": 1})),
+     "flux.a..b"),
+])
+def test_refused_before_submission(executor: JobExecutor, spec: JobSpec, field: str) -> None:
+    job = Job(spec)
+    with pytest.raises(InvalidJobException) as raised:
+        executor.submit(job)
+    assert field in str(raised.value)
+    assert job.native_id is None and job.status.state is JobState.NEW
+
+
+# --- bindings, connection, lifecycle --------------------------------------------------------
+def _python(code: str, with_double: bool) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.pop("FLUX_URI", None)
+    env["PYTHONPATH"] = DOUBLE_PATH if with_double else ""
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=WAIT)
+
+
+def test_bindings_are_imported_only_when_used() -> None:
+    done = _python("import sys, hpcjobs, hpcjobs.executors.flux; "
+                   "print('flux' in sys.modules)", with_double=True)
+    assert done.stdout.strip() == "False", done.stderr
+
+
+def test_missing_bindings_say_what_to_install() -> None:
+    done = _python("import hpcjobs\n"
+                   "try:\n    hpcjobs.JobExecutor.get_instance('flux')\n"
+                   "except ImportError as e:\n    print(e)", with_double=False)
+    assert "flux-core's Python bindings" in done.stdout and "flux-python" in done.stdout
+
+
+def test_no_instance_is_a_clear_error() -> None:
+    done = _python("import hpcjobs\n"
+                   "try:\n    hpcjobs.JobExecutor.get_instance('flux')\n"
+                   "except ConnectionError as e:\n    print(e)", with_double=True)
+    assert "cannot connect to Flux" in done.stdout and "FLUX_URI" in done.stdout
+
+
+def test_default_url_is_flux_uri(flux_uri: str) -> None:
+    with JobExecutor.get_instance("flux") as ex:  # FLUX_URI set by the fixture
+        assert run(ex, JobSpec("/bin/true")).state is JobState.COMPLETED
+
+
+def test_close_ends_the_watcher(flux_uri: str) -> None:
+    ex = JobExecutor.get_instance("flux", url=flux_uri)
+    run(ex, JobSpec("/bin/true"))
+    name = next(t.name for t in threading.enumerate() if t.name.endswith("-journal")
+                and t.name.startswith("hpcjobs-flux-"))
+    ex.close()
+    assert name not in [t.name for t in threading.enumerate()]
+
+
+def test_forgotten_executor_ends_its_watcher(flux_uri: str) -> None:
+    import gc
+    ex: JobExecutor | None = JobExecutor.get_instance("flux", url=flux_uri)
+    assert ex is not None
+    run(ex, JobSpec("/bin/true"))
+    name = f"hpcjobs-flux-{ex._instance}-journal"
+    del ex
+    gc.collect()
+    eventually(lambda: name not in [t.name for t in threading.enumerate()])
