@@ -45,10 +45,10 @@ class DecisionProcess:
 class Sim:
     """One simulator subprocess plus its decision process."""
 
-    def __init__(self, tmp: Path, args: list[str]) -> None:
+    def __init__(self, tmp: Path, args: list[str], endpoint: str | None = None) -> None:
         self.tmp = tmp
         self.prefix = str(tmp / "out")
-        self.dp = DecisionProcess(f"ipc://{tmp}/dp.sock")
+        self.dp = DecisionProcess(endpoint or f"ipc://{tmp}/dp.sock")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "hpcjobs.sim", "-s", self.dp.endpoint, "-e", self.prefix, "-q",
              "--timeout", "60", *args],
@@ -89,13 +89,13 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 
 @pytest.fixture
 def start_sim(tmp_path: Path) -> Iterator[Any]:
-    """Factory: start_sim(args) -> Sim; every simulator started is killed at teardown."""
+    """Factory: start_sim(args[, endpoint]) -> Sim; every simulator started is killed at teardown."""
     started: list[Sim] = []
 
-    def start(args: list[str]) -> Sim:
+    def start(args: list[str], endpoint: str | None = None) -> Sim:
         run_dir = tmp_path / f"r{len(started)}"
         run_dir.mkdir()
-        sim = Sim(run_dir, args)
+        sim = Sim(run_dir, args, endpoint)
         started.append(sim)
         return sim
 

@@ -28,6 +28,11 @@ def _quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
+def _field(text: str) -> str:
+    """Names are written bare, as Batsim does, unless CSV needs them quoted."""
+    return _quote(text) if any(c in text for c in ',"\r\n') else text
+
+
 def write_outputs(prefix: str, engine: Engine, scheduling_time: float, simulation_time: float) -> None:
     """Write both CSV files for a finished simulation."""
     waits: list[float] = []
@@ -49,7 +54,7 @@ def write_outputs(prefix: str, engine: Engine, scheduling_time: float, simulatio
             turnarounds.append(turnaround)
             stretches.append(stretch)
             makespan = max(makespan, job.finish)
-            out.write(f"{spec.name},{spec.workload},{spec.profile},{spec.subtime:f},{spec.res},"
+            out.write(f"{_field(spec.name)},{_field(spec.workload)},{_field(spec.profile)},{spec.subtime:f},{spec.res},"
                       f"{spec.walltime:f},{int(success)},{job.state},{job.start:f},{execution:f},"
                       f"{job.finish:f},{wait:f},{turnaround:f},{stretch:f},"
                       f"{job.alloc_text},{-1.0:f},{_quote(job.metadata)}\n")

@@ -7,6 +7,7 @@ protocol would be further ``Codec`` implementations used by the same server loop
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, NamedTuple, Protocol
 
 from .errors import ProtocolViolation
@@ -28,7 +29,8 @@ class Codec(Protocol):
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    # json accepts NaN and Infinity; a clock cannot be either
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 class JsonCodec:

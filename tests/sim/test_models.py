@@ -1,0 +1,78 @@
+"""In-process tests of the pure parts: interval sets, SimGrid units, platform routes and
+the parallel-task model on a platform with real latencies and bandwidths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import INPUTS
+from hpcjobs.sim import intervals, units
+from hpcjobs.sim.errors import InputError, ProtocolViolation
+from hpcjobs.sim.platform import parse_platform
+from hpcjobs.sim.profiles import Execution
+from hpcjobs.sim.workload import make_profile
+
+
+@pytest.mark.parametrize("text, ids, canonical", [
+    ("0", [0], "0"), ("1 2 4-8", [1, 2, 4, 5, 6, 7, 8], "1-2 4-8"), ("5 0-2 1", [0, 1, 2, 5], "0-2 5"),
+])
+def test_interval_sets(text: str, ids: list[int], canonical: str) -> None:
+    assert intervals.parse(text) == ids
+    assert intervals.format_ids(ids) == canonical
+
+
+@pytest.mark.parametrize("text", ["", "a", "3-1", "-1", "1-x"])
+def test_bad_interval_sets(text: str) -> None:
+    with pytest.raises(ProtocolViolation):
+        intervals.parse(text)
+
+
+def test_simgrid_units() -> None:
+    assert units.speed("98.095Mf", "s") == pytest.approx(98.095e6)
+    assert units.speed("1Gf,500Mf", "s") == 1e9
+    assert units.bandwidth("41.279125MBps", "b") == pytest.approx(41.279125e6)
+    assert units.bandwidth("10Gbps", "b") == pytest.approx(1.25e9)
+    assert units.bandwidth("1KiBps", "b") == 1024
+    assert units.duration("59.904us", "l") == pytest.approx(59.904e-6)
+    assert units.duration("1.461517ms", "l") == pytest.approx(1.461517e-3)
+    with pytest.raises(InputError, match="unknown unit 'furlongs'"):
+        units.speed("3furlongs", "host 'x' speed")
+
+
+def test_small_platform_routes_and_master() -> None:
+    platform = parse_platform(str(INPUTS / "small_platform.xml"))
+    assert platform.master == "master_host"
+    assert [h.name for h in platform.compute] == ["Bourassa", "Fafard", "Ginette", "Jupiter"]
+    route = platform.route("Fafard", "Bourassa")
+    assert [link.name for link in route] == ["8", "6", "7"]
+    # symmetrical by default
+    assert [link.name for link in platform.route("Bourassa", "Fafard")] == ["7", "6", "8"]
+
+
+def test_cluster_zone_routes() -> None:
+    platform = parse_platform(str(INPUTS / "zero_latency_platform.xml"))
+    assert platform.master == "master_host0"  # role=master on its cluster
+    assert [link.name for link in platform.route("node1", "master_host0")] == [
+        "C_link_1_UP", "backbone", "M_link_0_DOWN"]
+
+
+def test_parallel_task_on_links_with_latency() -> None:
+    """Jupiter -> Ginette crosses links 9, 4, 3, 5: 10 MB over the slowest (7.20975 MBps)
+    plus the route latency; computation 1 Gflop on Ginette (48.492 Mflop/s) dominates."""
+    platform = parse_platform(str(INPUTS / "small_platform.xml"))
+    hosts = {h.name: h for h in platform.compute}
+    comm = make_profile("c", {"type": "parallel", "cpu": [0, 0], "com": [0, 1e7, 0, 0]}, InputError, "t")
+    run = Execution(platform, [hosts["Jupiter"], hosts["Ginette"]], lambda n: comm)
+    latency = 1461.517e-6 + 479.78e-6 + 514.433e-6 + 278.066e-6
+    assert run.run(comm) == (pytest.approx(latency + 1e7 / 7.20975e6), 0)
+    both = make_profile("b", {"type": "parallel", "cpu": [0, 1e9], "com": [0, 1e7, 0, 0]}, InputError, "t")
+    assert run.run(both)[0] == pytest.approx(latency + 1e9 / 48.492e6)
+
+
+def test_platform_refuses_unsupported_routing(tmp_path: Path) -> None:
+    path = tmp_path / "p.xml"
+    path.write_text('<platform version="4.1"><zone id="z" routing="Floyd"/></platform>')
+    with pytest.raises(InputError, match="routing 'Floyd' is not supported"):
+        parse_platform(str(path))

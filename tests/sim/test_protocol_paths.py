@@ -1,0 +1,89 @@
+"""More protocol paths through the real process: TCP endpoints, several workloads,
+CHANGE_JOB_STATE, continue_registration, hostile job and profile names."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+from conftest import INPUTS, write_json
+
+ZL = str(INPUTS / "zero_latency_platform.xml")
+
+
+def ev(stamp: float, kind: str, **data: Any) -> dict[str, Any]:
+    return {"timestamp": stamp, "type": kind, "data": data}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_tcp_endpoint_and_two_workloads(start_sim: Any, tmp_path: Path) -> None:
+    """Each workload submits in its own message. The reply to the first one has a decision
+    at time 0, which applies after everything else due at 0 (docs/sim.md, Timing, rule 1):
+    so the second workload's submission and the NOTIFY travel together."""
+    w0 = write_json(tmp_path / "a.json", {"nb_res": 1, "jobs": [{"id": 1, "subtime": 0, "res": 1, "profile": "d"}],
+                                          "profiles": {"d": {"type": "delay", "delay": 2}}})
+    w1 = write_json(tmp_path / "b.json", {"nb_res": 1, "jobs": [{"id": 1, "subtime": 0, "res": 1, "profile": "d"}],
+                                          "profiles": {"d": {"type": "delay", "delay": 3}}})
+    sim = start_sim(["-p", ZL, "-w", w0, "-w", w1], f"tcp://127.0.0.1:{free_port()}")
+    messages = []
+    msg = sim.dp.recv()
+    while msg is not None:
+        messages.append([(e["type"], e["data"].get("job_id", e["data"].get("type"))) for e in msg["events"]])
+        if msg["events"][-1]["type"] == "SIMULATION_ENDS":
+            sim.dp.send(msg["now"])
+            break
+        out = [ev(msg["now"], "EXECUTE_JOB", job_id=e["data"]["job_id"], alloc="0" if e["data"]["job_id"] == "w0!1"
+                  else "1") for e in msg["events"] if e["type"] == "JOB_SUBMITTED"]
+        sim.dp.send(msg["now"], out)
+        msg = sim.dp.recv()
+    assert sim.finish()[0] == 0
+    assert messages[1:] == [[("JOB_SUBMITTED", "w0!1")],
+                            [("JOB_SUBMITTED", "w1!1"), ("NOTIFY", "no_more_static_job_to_submit")],
+                            [("JOB_COMPLETED", "w0!1")],
+                            [("JOB_COMPLETED", "w1!1")], [("SIMULATION_ENDS", None)]]
+    assert [r["job_id"] + r["workload_name"] for r in sim.jobs_csv()] == ["1w0", "1w1"]
+
+
+def test_registration_can_continue_and_jobs_change_state(start_sim: Any, tmp_path: Path) -> None:
+    name = 'dyn!a,b "c" é$`x`'
+    profile = {"type": "delay", "delay": 1}
+    sim = start_sim(["-p", ZL, "--enable-dynamic-jobs"])
+    now = sim.begin()["now"]
+    sim.dp.send(now, [ev(now, "REGISTER_PROFILE", workload_name="dyn", profile_name="p,1", profile=profile),
+                      ev(now, "REGISTER_JOB", job_id=name, job={"id": name, "subtime": 0, "res": 1,
+                                                                "profile": "p,1"}),
+                      ev(now, "REGISTER_JOB", job_id="dyn!z", job={"id": "dyn!z", "subtime": 0, "res": 1,
+                                                                   "profile": "p,1"}),
+                      ev(now, "CHANGE_JOB_STATE", job_id="dyn!z", job_state="COMPLETED_FAILED"),
+                      ev(now, "NOTIFY", type="registration_finished"),
+                      ev(now, "NOTIFY", type="continue_registration"),
+                      ev(now, "EXECUTE_JOB", job_id=name, alloc="2"),
+                      ev(now, "CALL_ME_LATER", timestamp=5)])
+    msg = sim.dp.recv()
+    assert msg is not None and msg["events"][0]["data"]["job_id"] == name
+    sim.dp.send(msg["now"])
+    msg = sim.dp.recv()
+    assert msg is not None and [e["type"] for e in msg["events"]] == ["REQUESTED_CALL"]
+    sim.dp.send(5.0, [ev(5.0, "NOTIFY", type="registration_finished")])
+    msg = sim.dp.recv()
+    assert msg is not None and msg["events"][0]["type"] == "SIMULATION_ENDS" and msg["now"] == 5.0
+    sim.dp.send(5.0)
+    assert sim.finish()[0] == 0
+    rows = sim.jobs_csv()
+    assert [(r["job_id"], r["profile"], r["final_state"]) for r in rows] == [
+        ("z", "p,1", "COMPLETED_FAILED"), (name.split("!", 1)[1], "p,1", "COMPLETED_SUCCESSFULLY")]
+
+
+def test_reply_with_non_finite_now_is_refused(start_sim: Any) -> None:
+    sim = start_sim(["-p", ZL])
+    sim.begin()
+    sim.dp.sock.send(b'{"now": NaN, "events": []}')
+    code, err = sim.finish()
+    assert code == 3 and "'now' is missing or not a number" in err, err
