@@ -6,13 +6,16 @@ post-launch after all ranks, node file, byte-exact arguments, exit code semantic
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from launcher_helpers import SCRIPTS_DIR, RunLauncher, need_openmpi
+from launcher_helpers import (PROBE, SCRIPTS_DIR, TIMEOUT, RunLauncher, launch_command,
+                              need_openmpi)
 
 HOSTILE = ["", " ", "a b", "'", '"', "it's \"quoted\"", "$(touch pwned)", "`touch pwned`",
            "$HOME", "${PATH}", "a\nb", "tab\there", "*", "?", "-n", "--", "-e", "a\\nb",
@@ -218,3 +221,23 @@ def test_launcher_arguments_are_checked(workdir: Path) -> None:
                            timeout=30)
         assert p.returncode == 2, argv
         assert "multiple.sh:" in p.stderr, argv
+
+
+@pytest.mark.parametrize("launcher_name", ["single", "multiple"])
+def test_scripts_also_work_under_bash(launcher_name: str, workdir: Path, probe_dir: Path) -> None:
+    # /bin/sh is bash on RHEL-like clusters: the same behaviour there
+    pre = write(workdir / "pre.sh", 'export PROBE_FROM_PRE="x y"\nset -- clobbered\n')
+    post = write(workdir / "post.sh", 'set -- "$PROBE_DIR"/*.json\necho "$#" > post_saw\n')
+    job = [sys.executable, str(PROBE), "1=4", *HOSTILE]
+    cmd = launch_command(launcher_name, job, pre=pre, post=post, n=2)
+    assert cmd[0] == "/bin/sh"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "PBS_"))}
+    p = subprocess.run(["bash", *cmd[1:]], cwd=workdir, capture_output=True, timeout=TIMEOUT,
+                       env={**env, "PROBE_DIR": str(probe_dir)})
+    n = 1 if launcher_name == "single" else 2
+    assert p.returncode == (4 if n == 2 else 0), p.stderr
+    assert (workdir / "post_saw").read_text() == f"{n}\n"
+    for f in probe_dir.glob("*.json"):
+        rec = json.loads(f.read_text())
+        assert rec["env"]["PROBE_FROM_PRE"] == "x y"
+        assert [bytes.fromhex(a) for a in rec["argv"]] == [a.encode() for a in HOSTILE]
