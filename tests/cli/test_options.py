@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import io
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -12,6 +12,7 @@ import pytest
 from hpcjobs import Job, JobAttributes, JobSpec, JobState, JobStatus, ResourceSpecV1
 from hpcjobs.cli import build_parser
 from hpcjobs.cli.options import build_spec, duration, key_value, memory
+from hpcjobs.cli.commands import describe
 from hpcjobs.cli.progress import Progress
 from hpcjobs.serialize import SerializationError, dumps
 
@@ -162,3 +163,14 @@ def test_progress_writes_plain_lines_elsewhere() -> None:
     assert "\r" not in out.getvalue() and "\x1b" not in out.getvalue()
     assert lines[0] == "3 jobs: 2 NEW, 1 QUEUED"  # at most one line a second until the end
     assert lines[-1] == "3 jobs: 1 COMPLETED, 1 FAILED, 1 CANCELED"
+
+
+def test_status_line_says_why_a_job_waits() -> None:
+    job = Job()
+    job._native_id = "42"
+    job._status = JobStatus(JobState.QUEUED, metadata={
+        "reason_pending": "Priority", "t_estimate": 1e9, "native_state": "PENDING"})
+    start = datetime.fromtimestamp(1e9).isoformat(" ", "seconds")
+    assert describe(job) == f"42 QUEUED (pending: Priority, estimated start {start})"
+    job._status = JobStatus(JobState.FAILED, exit_code=-9, message="killed by\nsignal 9")
+    assert describe(job) == "42 FAILED (exit code -9): killed by signal 9"

@@ -14,6 +14,7 @@ import json
 import logging
 import sys
 import time
+from datetime import datetime
 from typing import Optional, Sequence
 
 from .. import serialize
@@ -23,7 +24,7 @@ from ..state import JobState
 from . import options
 from .progress import Progress
 
-__all__ = ["run", "submit", "status", "cancel", "list_jobs", "EXIT_JOB_FAILED",
+__all__ = ["run", "submit", "status", "cancel", "list_jobs", "describe", "EXIT_JOB_FAILED",
            "EXIT_TIMEOUT", "EXIT_ERROR", "EXIT_INTERRUPTED"]
 
 log = logging.getLogger(__name__)
@@ -156,11 +157,19 @@ def _attach_all(ex: JobExecutor, ids: Sequence[str], timeout: float) -> list[Job
     return jobs
 
 
-def _describe(job: Job) -> str:
+def describe(job: Job) -> str:
+    """``ID STATE (exit code N): message``, plus why a queued job waits and until when."""
     s = job.status
     text = f"{job.native_id} {s.state.name}"
     if s.exit_code is not None:
         text += f" (exit code {s.exit_code})"
+    meta = s.metadata or {}
+    if s.state is JobState.QUEUED and meta.get("reason_pending"):
+        text += f" (pending: {meta['reason_pending']}"
+        if isinstance(meta.get("t_estimate"), (int, float)):
+            start = datetime.fromtimestamp(meta["t_estimate"]).isoformat(" ", "seconds")
+            text += f", estimated start {start}"
+        text += ")"
     if s.message:
         text += ": " + " ".join(s.message.split())  # one line per job, whatever the backend said
     return text
@@ -186,7 +195,7 @@ def _report(jobs: Sequence[Job], as_json: bool, timeout: float, need_final: bool
         if as_json:
             print(serialize.dumps(job))
         else:
-            print(_describe(job))
+            print(describe(job))
     return code
 
 
@@ -197,7 +206,7 @@ def _exit_code(jobs: Sequence[Job]) -> int:
         s = job.status
         if s.state is JobState.COMPLETED and not s.exit_code:
             continue
-        err(f"job {_describe(job)}")
+        err(f"job {describe(job)}")
         if code == 0:
             if s.exit_code is None or s.exit_code == 0:
                 code = EXIT_JOB_FAILED
