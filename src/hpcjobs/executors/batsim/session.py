@@ -253,8 +253,14 @@ class Session:
                 self._client.actions = False
                 closing = self._client.closing
             now = max(t, self._floor)
-            events = decisions + self.jm.flush(now)
+            requested = self.jm.flush(now)
+            events = decisions + requested
             tick = self._pacer.tick
+            if tick is None and requested and not self._finished_sent:
+                # virtual time: what the client asked may end jobs right now (a queued
+                # job's cancel); come back at this same time before Batsim moves on, so
+                # the client sees it before anything later happens
+                events.append(protocol.call_me_later(now, now))
             if closing and not self._finished_sent:
                 # Batsim ends the simulation once registration is over and jobs are done
                 events.append(protocol.notify(now, "registration_finished"))

@@ -1,0 +1,324 @@
+"""The Batsim executor against the embedded simulator as a separate process.
+
+Times asserted here are simulated seconds (the default platform has zero latency, so
+a delay of N s lasts exactly N s); nothing here measures wall-clock time.
+"""
+
+from __future__ import annotations
+
+import csv
+import threading
+from datetime import timedelta
+from pathlib import Path
+from typing import Callable, Optional
+
+import pytest
+
+from hpcjobs import (InvalidJobException, Job, JobAttributes, JobSpec, JobState, JobStatus,
+                     ResourceSpecV1)
+from hpcjobs.executors.batsim import BatsimJobExecutor
+
+MakeExecutor = Callable[..., BatsimJobExecutor]
+
+WAIT = 60.0  # generous bound for any wait (never a timing assertion)
+
+
+def sleep_job(seconds: float, nodes: int = 1, walltime: Optional[float] = None,
+              name: Optional[str] = None) -> Job:
+    attrs = JobAttributes(duration=timedelta(seconds=walltime or max(seconds, 1) * 2))
+    return Job(JobSpec("sleep", [str(seconds)], name=name, attributes=attrs,
+                       resources=ResourceSpecV1(node_count=nodes)))
+
+
+class Starts:
+    """Records each job's ACTIVE time (simulated) through a callback."""
+
+    def __init__(self) -> None:
+        self.times: dict[str, float] = {}
+        self.states: dict[str, list[JobState]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, job: Job, status: JobStatus) -> None:
+        with self._lock:
+            self.states.setdefault(job.id, []).append(status.state)
+            if status.state is JobState.ACTIVE:
+                self.times[job.id] = status.time
+
+
+def finish(job: Job) -> JobStatus:
+    status = job.wait(timeout=WAIT)
+    assert status is not None, f"job {job.native_id} did not finish: {job.status}"
+    return status
+
+
+def jobs_csv(ex: BatsimJobExecutor) -> dict[str, dict[str, str]]:
+    assert ex.export_prefix is not None
+    with open(f"{ex.export_prefix}_jobs.csv", newline="") as f:
+        return {row["job_id"]: row for row in csv.DictReader(f)}
+
+
+def test_simple_job_completes_at_its_simulated_time(make_executor: MakeExecutor) -> None:
+    ex = make_executor()
+    starts = Starts()
+    ex.set_job_status_callback(starts)
+    job = sleep_job(10)
+    ex.submit(job)
+    assert job.native_id == "hpcjobs!1" and job.status.state is JobState.QUEUED
+    status = finish(job)
+    assert status.state is JobState.COMPLETED and status.exit_code == 0
+    assert status.time == 10.0 and starts.times[job.id] == 0.0
+    assert status.metadata is not None and status.metadata["native_state"] == "COMPLETED_SUCCESSFULLY"
+    assert len(status.metadata["nodes"]) == 1
+    assert ex.list() == ["hpcjobs!1"]
+    ex.close()
+    assert starts.states[job.id] == [JobState.QUEUED, JobState.ACTIVE, JobState.COMPLETED]
+    row = jobs_csv(ex)["1"]  # Batsim's own output is complete after close()
+    assert row["final_state"] == "COMPLETED_SUCCESSFULLY" and float(row["finish_time"]) == 10.0
+
+
+def test_true_and_false(make_executor: MakeExecutor) -> None:
+    ex = make_executor()
+    ok, bad = Job(JobSpec("/bin/true")), Job(JobSpec("false"))
+    ex.submit(ok)
+    ex.submit(bad)
+    assert finish(ok).state is JobState.COMPLETED
+    status = finish(bad)
+    assert status.state is JobState.FAILED and status.exit_code == 1
+    assert status.message is not None and "code 1" in status.message
+
+
+def test_explicit_profile_with_return_code(make_executor: MakeExecutor) -> None:
+    ex = make_executor()
+    job = Job(JobSpec("my-solver", attributes=JobAttributes(
+        custom_attributes={"batsim.profile": {"type": "delay", "delay": 3, "ret": 2}})))
+    ex.submit(job)
+    status = finish(job)
+    assert (status.state, status.exit_code, status.time) == (JobState.FAILED, 2, 3.0)
+
+
+@pytest.mark.parametrize("spec, field", [
+    (JobSpec("hostname"), "batsim.profile"),
+    (JobSpec("sleep", ["ten"]), "JobSpec.arguments"),
+    (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": {"type": "delay", "delay": 0}})),
+     "delay"),
+    (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": "delay"})), "batsim.profile"),
+])
+def test_bad_input_refused_before_anything_is_submitted(make_executor: MakeExecutor, spec: JobSpec,
+                                                       field: str) -> None:
+    ex = make_executor()
+    job = Job(spec)
+    with pytest.raises(InvalidJobException, match=field):
+        ex.submit(job)
+    assert job.status.state is JobState.NEW and ex.list() == [] and ex.run_directory is None
+
+
+def test_walltime_reached_fails_with_the_reason(make_executor: MakeExecutor) -> None:
+    ex = make_executor()
+    job = sleep_job(100, walltime=10)
+    ex.submit(job)
+    status = finish(job)
+    assert status.state is JobState.FAILED and status.time == 10.0
+    assert status.message is not None and "walltime reached" in status.message
+
+
+def test_deny_for_a_job_wider_than_the_platform(make_executor: MakeExecutor) -> None:
+    ex = make_executor(hosts=4)
+    job = sleep_job(1, nodes=5)
+    ex.submit(job)
+    status = finish(job)
+    assert status.state is JobState.FAILED
+    assert status.message is not None and "denied" in status.message and "5 node(s)" in status.message
+
+
+def test_default_platform_has_16_hosts(make_executor: MakeExecutor) -> None:
+    ex = make_executor()
+    fits, too_wide = sleep_job(1, nodes=16), sleep_job(1, nodes=17)
+    ex.submit(fits)
+    ex.submit(too_wide)
+    assert finish(fits).state is JobState.COMPLETED
+    assert finish(too_wide).state is JobState.FAILED
+
+
+def test_processes_over_cores_per_host(make_executor: MakeExecutor) -> None:
+    ex = make_executor(hosts=4, cores=8)
+    job = Job(JobSpec("sleep", ["1"], resources=ResourceSpecV1(process_count=20)))
+    ex.submit(job)
+    status = finish(job)
+    assert status.metadata is not None and len(status.metadata["nodes"]) == 3  # ceil(20 / 8)
+
+
+# The known-answer workload of tests/batsim/test_schedulers.py, through the executor:
+# 4 hosts; j1: 2 nodes 100 s, j2: 4 nodes 10 s, j3: 2 nodes 50 s, j4: 1 node 200 s.
+WORKLOAD = [(2, 100), (4, 10), (2, 50), (1, 200)]
+
+
+def run_workload(ex: BatsimJobExecutor) -> tuple[list[Job], Starts]:
+    starts = Starts()
+    ex.set_job_status_callback(starts)
+    jobs = [sleep_job(seconds, nodes=nodes, walltime=seconds) for nodes, seconds in WORKLOAD]
+    for job in jobs:
+        ex.submit(job)
+    for job in jobs:
+        assert finish(job).state is JobState.COMPLETED
+    return jobs, starts
+
+
+def test_fcfs_known_answer_schedule(make_executor: MakeExecutor) -> None:
+    jobs, starts = run_workload(make_executor(hosts=4, scheduler="fcfs"))
+    assert [starts.times[j.id] for j in jobs] == [0.0, 100.0, 110.0, 110.0]
+
+
+def test_easy_backfilling_known_answer_schedule(make_executor: MakeExecutor) -> None:
+    ex = make_executor(hosts=4, scheduler="easy")
+    jobs, starts = run_workload(ex)
+    # j3 overtakes the wide j2 without delaying it (j2 still starts at 100)
+    assert [starts.times[j.id] for j in jobs] == [0.0, 100.0, 0.0, 110.0]
+    ex.close()
+    rows = jobs_csv(ex)
+    assert [float(rows[str(i)]["starting_time"]) for i in range(1, 5)] == [0.0, 100.0, 0.0, 110.0]
+
+
+def test_annotations_while_queued_removed_after_start(make_executor: MakeExecutor) -> None:
+    ex = make_executor(hosts=4, scheduler="easy")
+    jobs = [sleep_job(seconds, nodes=nodes, walltime=seconds) for nodes, seconds in WORKLOAD]
+    for job in jobs:
+        ex.submit(job)
+    # j3 is backfilled while handling the same message as j2's alloc, after it
+    assert jobs[2].wait(timeout=WAIT, target_states=JobState.ACTIVE) is not None
+    queued = jobs[1].status
+    assert queued.state is JobState.QUEUED and queued.metadata is not None
+    assert queued.metadata["reason_pending"] == "insufficient resources"
+    assert queued.metadata["t_estimate"] == 100.0
+    assert queued.metadata["annotations"]["sched"]["t_estimate"] == 100.0
+    assert jobs[1].wait(timeout=WAIT, target_states=JobState.ACTIVE) is not None
+    active = jobs[1].status.metadata
+    assert active is not None and "reason_pending" not in active and "t_estimate" not in active
+    assert "sched" not in active.get("annotations", {}) or not any(
+        k in active["annotations"]["sched"] for k in ("reason_pending", "t_estimate"))
+
+
+def test_cancel_queued_and_running(make_executor: MakeExecutor) -> None:
+    ex = make_executor(hosts=1)
+    running, queued = sleep_job(100), sleep_job(100)
+    ex.submit(running)
+    ex.submit(queued)
+    assert running.wait(timeout=WAIT, target_states=JobState.ACTIVE) is not None
+    queued.cancel()
+    status = finish(queued)
+    assert status.state is JobState.CANCELED
+    running.cancel()
+    status = finish(running)
+    assert status.state is JobState.CANCELED and status.time == 0.0
+    ex.close()
+    assert jobs_csv(ex)["1"]["final_state"] == "COMPLETED_KILLED"
+
+
+def test_attach_and_list(make_executor: MakeExecutor) -> None:
+    ex = make_executor()
+    job = sleep_job(5)
+    ex.submit(job)
+    assert job.native_id is not None
+    other = Job()
+    ex.attach(other, job.native_id)
+    assert finish(other).state is JobState.COMPLETED and other.status.time == 5.0
+    assert job.native_id in ex.list()
+    missing = Job()
+    ex.attach(missing, "hpcjobs!999")
+    assert missing.status.state is JobState.FAILED
+
+
+def test_virtual_time_is_deterministic(make_executor: MakeExecutor) -> None:
+    def script(ex: BatsimJobExecutor) -> list[tuple[float, float]]:
+        starts = Starts()
+        ex.set_job_status_callback(starts)
+        first = [sleep_job(s, nodes=n) for n, s in ((2, 7), (3, 3), (1, 11))]
+        for job in first:
+            ex.submit(job)
+        first[1].wait(timeout=WAIT)
+        second = [sleep_job(s, nodes=n) for n, s in ((4, 5), (1, 2))]
+        for job in second:
+            ex.submit(job)
+        for job in first + second:
+            finish(job)
+        return [(starts.times[j.id], j.status.time) for j in first + second]
+
+    one = script(make_executor(hosts=4))
+    two = script(make_executor(hosts=4))
+    assert one == two
+    assert one[3][0] >= 3.0  # submitted after the wait: not before the simulated time it ended
+
+
+def test_time_scale_100(make_executor: MakeExecutor) -> None:
+    ex = make_executor(virtual_time=False, time_scale=100.0)
+    starts = Starts()
+    job = sleep_job(100)
+    job.set_job_status_callback(starts)
+    ex.submit(job)
+    status = finish(job)
+    assert status.state is JobState.COMPLETED
+    assert status.time - starts.times[job.id] == pytest.approx(100.0)
+
+
+def test_simulator_death_fails_live_jobs_with_its_error(make_executor: MakeExecutor) -> None:
+    ex = make_executor()
+    victim = sleep_job(50)
+    ex.submit(victim)
+    assert victim.wait(timeout=WAIT, target_states=JobState.ACTIVE) is not None
+    # a profile type the simulator does not know: it stops with an error
+    poison = Job(JobSpec("x", attributes=JobAttributes(
+        custom_attributes={"batsim.profile": {"type": "no-such-type"}})))
+    ex.submit(poison)
+    for job in (victim, poison):
+        status = finish(job)
+        assert status.state is JobState.FAILED
+        assert status.message is not None and "simulator exited with code" in status.message
+        assert "no-such-type" in status.message
+
+
+def test_many_jobs(make_executor: MakeExecutor) -> None:
+    ex = make_executor(hosts=8)
+    jobs = [sleep_job(1 + i % 5) for i in range(200)]
+    for job in jobs:
+        ex.submit(job)
+    assert all(finish(j).state is JobState.COMPLETED for j in jobs)
+    assert len(set(ex.list())) == 200
+
+
+def test_close_completes_outputs_of_unfinished_jobs(make_executor: MakeExecutor, tmp_path: Path) -> None:
+    prefix = tmp_path / "exported"
+    ex = make_executor(hosts=2, export_prefix=prefix)
+    jobs = [sleep_job(30) for _ in range(4)]
+    for job in jobs:
+        ex.submit(job)
+    ex.close()  # registration finished: the simulation runs to its end
+    assert all(j.status.state is JobState.COMPLETED for j in jobs)
+    rows = jobs_csv(ex)
+    assert sorted(float(r["finish_time"]) for r in rows.values()) == [30.0, 30.0, 60.0, 60.0]
+    assert Path(f"{prefix}_schedule.csv").is_file()
+
+
+def test_bad_config_is_refused_at_creation(make_executor: MakeExecutor) -> None:
+    with pytest.raises(ValueError, match="hosts"):
+        make_executor(hosts=0)
+    with pytest.raises(ValueError, match="time_scale"):
+        make_executor(time_scale=-1)
+    with pytest.raises(TypeError, match="unknown setting"):
+        make_executor(nodes=3)
+    from hpcjobs.errors import ExecutorNotFoundError
+    with pytest.raises(ExecutorNotFoundError, match="no-such"):
+        make_executor(scheduler="no-such")
+
+
+def test_explicit_platform_file(make_executor: MakeExecutor) -> None:
+    platform = Path("/work/shared/fixtures/batsim-4.2.1/inputs/zero_latency_platform.xml")
+    if not platform.is_file():
+        pytest.skip("fixture platform not present")
+    ex = make_executor(platform=platform)
+    job = sleep_job(4, nodes=4)
+    ex.submit(job)
+    status = finish(job)
+    assert status.state is JobState.COMPLETED and status.time == 4.0
+    assert status.metadata is not None and sorted(status.metadata["nodes"]) == [
+        "node0", "node1", "node2", "node3"]
+
+

@@ -1,0 +1,141 @@
+"""The RFC 27 schedulers as pure logic: known-answer schedules worked out by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hpcjobs.executors.batsim.schedulers import load
+from hpcjobs.executors.batsim.schedulers.base import (ANNOTATE, CANCEL, DENY, REASON_PRIORITY,
+                                                      REASON_RESOURCES, SUCCESS, Scheduler,
+                                                      idset, merge_annotations, parse_idset,
+                                                      ranks_of)
+from hpcjobs.executors.batsim.schedulers.easy import EasyBackfillScheduler
+from hpcjobs.executors.batsim.schedulers.fcfs import FCFSScheduler
+
+
+def jobspec(nodes: int, duration: float) -> dict[str, Any]:
+    return {"version": 1, "resources": [{"type": "node", "count": nodes}],
+            "attributes": {"system": {"duration": duration}}}
+
+
+def alloc(s: Scheduler, job_id: int, nodes: int, duration: float, now: float = 0.0) -> list[dict[str, Any]]:
+    return s.alloc({"id": job_id, "priority": 16, "userid": 1, "t_submit": now,
+                    "jobspec": jobspec(nodes, duration)}, now)
+
+
+def started(responses: list[dict[str, Any]]) -> dict[int, list[int]]:
+    return {r["id"]: ranks_of(r["R"]) for r in responses if r.get("type") == SUCCESS}
+
+
+def platform(s: Scheduler, hosts: int = 4) -> Scheduler:
+    s.inventory([{"rank": i, "name": f"node{i}", "cores": 1} for i in range(hosts)])
+    assert s.ready() == {"mode": "unlimited"}
+    return s
+
+
+# The workload of both known-answer tests, on 4 nodes, all submitted at t=0:
+#   j1: 2 nodes, 100 s    j2: 4 nodes, 10 s (wide)    j3: 2 nodes, 50 s    j4: 1 node, 200 s
+# FCFS: j1@0; j2 waits for j1 (t=100); j3 and j4 wait behind j2 (t=110).
+# EASY: j2's reservation is t=100 with no extra node; j3 fits now and ends at 50 <= 100,
+#       so it is backfilled at 0; j4 (ends at 200 > 100, no extra node) is not.
+def submit_workload(s: Scheduler) -> list[dict[str, Any]]:
+    out = []
+    for job_id, nodes, duration in ((1, 2, 100), (2, 4, 10), (3, 2, 50), (4, 1, 200)):
+        out += alloc(s, job_id, nodes, duration)
+    return out
+
+
+def test_fcfs_known_answer() -> None:
+    s = platform(FCFSScheduler())
+    assert started(submit_workload(s)) == {1: [0, 1]}
+    assert started(s.free({"id": 1}, 100.0)) == {2: [0, 1, 2, 3]}
+    assert started(s.free({"id": 2}, 110.0)) == {3: [0, 1], 4: [2]}
+
+
+def test_easy_backfills_without_delaying_the_head() -> None:
+    s = platform(EasyBackfillScheduler())
+    out = submit_workload(s)
+    assert started(out) == {1: [0, 1], 3: [2, 3]}
+    head = [r for r in out if r["id"] == 2 and r["type"] == ANNOTATE][-1]
+    assert head["annotations"]["sched"] == {"reason_pending": REASON_RESOURCES, "t_estimate": 100.0}
+    assert started(s.free({"id": 3}, 50.0)) == {}  # j4 would delay j2: not backfilled
+    assert started(s.free({"id": 1}, 100.0)) == {2: [0, 1, 2, 3]}
+    assert started(s.free({"id": 2}, 110.0)) == {4: [0]}
+
+
+def test_easy_backfills_on_extra_nodes_past_the_shadow_time() -> None:
+    s = platform(EasyBackfillScheduler())
+    alloc(s, 1, 3, 100)
+    alloc(s, 2, 2, 10)  # head: at t=100, 4 free, needs 2 -> 2 extra nodes
+    assert started(alloc(s, 3, 1, 500)) == {3: [3]}  # runs past t=100 on an extra node
+
+
+def test_deny_wider_than_platform() -> None:
+    s = platform(FCFSScheduler())
+    [r] = alloc(s, 1, 5, 10)
+    assert r["type"] == DENY and "5 node(s)" in r["note"] and "has 4" in r["note"]
+
+
+def test_annotations_removed_on_success_and_queue_reasons() -> None:
+    s = platform(FCFSScheduler(), hosts=1)
+    alloc(s, 1, 1, 30)
+    out = alloc(s, 2, 1, 10) + alloc(s, 3, 1, 10)
+    notes = {r["id"]: r["annotations"]["sched"] for r in out if r["type"] == ANNOTATE}
+    assert notes == {2: {"reason_pending": REASON_RESOURCES, "t_estimate": 30.0},
+                     3: {"reason_pending": REASON_PRIORITY}}
+    out = s.free({"id": 1}, 30.0)
+    success = [r for r in out if r.get("type") == SUCCESS]
+    assert success[0]["id"] == 2
+    # RFC 27: null deletes the volatile annotations once the job has its resources
+    assert success[0]["annotations"] == {"sched": {"reason_pending": None, "t_estimate": None}}
+    # job 3 is now the head: its reason and estimate change
+    assert {r["id"]: r["annotations"]["sched"] for r in out if r.get("type") == ANNOTATE} == {
+        3: {"reason_pending": REASON_RESOURCES, "t_estimate": 40.0}}
+    assert {"id": 1} in out
+
+
+def test_cancel_answers_the_pending_alloc() -> None:
+    s = platform(FCFSScheduler(), hosts=1)
+    alloc(s, 1, 1, 30)
+    alloc(s, 2, 1, 10)
+    assert s.cancel({"id": 2}, 1.0) == [{"id": 2, "type": CANCEL}]
+    assert s.cancel({"id": 99}, 1.0) == []  # no pending alloc: ignored
+    assert started(s.free({"id": 1}, 30.0)) == {}
+
+
+def test_prioritize_reorders_the_queue() -> None:
+    s = platform(FCFSScheduler(), hosts=1)
+    alloc(s, 1, 1, 30)
+    alloc(s, 2, 1, 10)
+    alloc(s, 3, 1, 10)
+    s.prioritize({"jobs": [[3, 100]]}, 1.0)
+    assert started(s.free({"id": 1}, 30.0)) == {3: [0]}
+
+
+def test_unlimited_walltime_never_estimated() -> None:
+    s = platform(FCFSScheduler(), hosts=1)
+    alloc(s, 1, 1, 0)  # duration 0: unlimited
+    [r] = alloc(s, 2, 1, 10)
+    assert r["annotations"]["sched"] == {"reason_pending": REASON_RESOURCES}
+
+
+def test_merge_annotations_rfc27_rules() -> None:
+    current = {"sched": {"reason_pending": "x", "t_estimate": 5.0}, "user": {"a": 1}}
+    update = {"sched": {"t_estimate": None, "reason_pending": "y"}, "user": None, "new": [1]}
+    assert merge_annotations(current, update) == {"sched": {"reason_pending": "y"}, "new": [1]}
+    assert current["sched"]["t_estimate"] == 5.0  # not modified
+
+
+def test_idsets() -> None:
+    assert idset([5, 0, 1, 2]) == "0-2,5"
+    assert idset([5, 0, 1, 2], " ") == "0-2 5"
+    assert parse_idset("0-2,5") == parse_idset("0-2 5") == [0, 1, 2, 5]
+
+
+def test_entry_points_and_bad_depth() -> None:
+    assert isinstance(load("FCFS"), FCFSScheduler)
+    assert isinstance(load("easy"), EasyBackfillScheduler)
+    with pytest.raises(ValueError, match="depth"):
+        EasyBackfillScheduler(depth=0)
