@@ -1,0 +1,16 @@
+"""The machinery every batch-scheduler backend shares (Slurm now, PBS next).
+
+A backend subclasses :class:`BatchSchedulerExecutor`, names its template and fills in
+a few hooks (command lines and the parsing of their output) plus a state table; the
+job directory, the rendering of the job script, the watching of the files the script
+writes about itself and the bulk, adaptive reconciliation with the scheduler live here.
+docs/slurm.md describes the design.
+"""
+
+from .executor import BatchConfig, BatchSchedulerExecutor
+from .jobdir import ExitRecord, JobDir
+from .native import NativeStatus, decode_wait_status
+from .script import Expandable, render, shell_quote
+
+__all__ = ["BatchConfig", "BatchSchedulerExecutor", "ExitRecord", "JobDir", "NativeStatus",
+           "decode_wait_status", "Expandable", "render", "shell_quote"]

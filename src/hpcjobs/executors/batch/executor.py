@@ -1,0 +1,455 @@
+"""``BatchSchedulerExecutor``: submit, follow and cancel jobs of a batch scheduler.
+
+How status works (docs/slurm.md has the full story):
+
+* The job script records its own life in its job directory (jobdir.py). One monitor
+  thread per executor looks at the live jobs' directories every
+  ``file_poll_interval`` seconds (a stat or two per job, no scheduler load): a job's
+  start and end are seen within about that time.
+* The scheduler's status command runs as ONE bulk query for all live jobs (in chunks
+  of ``query_chunk_size``), soon after a submit, attach or cancel, then with a doubling
+  interval up to ``max_query_interval``: it reconciles what the files cannot tell
+  (held, cancelled while pending, killed before the script could write, node failure,
+  why a SIGTERM came).
+* A job missing from the queue is never assumed completed: its exit-code file; else
+  one accounting query; else, once it has been missing for the scheduler's retention
+  time, FAILED with a message saying its exit status is unknown.
+* A failing status command backs off and changes no job's state. Unknown native states
+  are logged and ignored.
+
+A backend implements the hooks in the "backend hooks" section below.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+import time
+import weakref
+from abc import abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar, List, Mapping, Optional, Sequence, Union
+
+from ... import commands
+from ...errors import CommandError, InvalidJobException, SubmitException
+from ...executor import JobExecutor, JobExecutorConfig
+from ...job import Job
+from ...launchers.base import job_argv
+from ...polling import PeriodicTask
+from ...spec import JobSpec
+from ...state import JobState, JobStatus
+from .jobdir import ExitRecord, JobDir
+from .native import NativeStatus, describe_exit
+from .script import Expandable, render
+
+__all__ = ["BatchConfig", "BatchSchedulerExecutor"]
+
+log = logging.getLogger(__name__)
+
+#: set in the job's environment: where launcher scripts may keep per-job files
+JOB_DIR_VARIABLE = "HPCJOBS_JOB_DIR"
+
+
+@dataclasses.dataclass
+class BatchConfig(JobExecutorConfig):
+    """Settings shared by the batch backends.
+
+    ``file_poll_interval``: seconds between looks at the live jobs' files.
+    ``min_query_interval`` / ``max_query_interval``: the scheduler status query runs
+    this soon after a submit/attach, then doubles its interval up to the maximum.
+    ``command_timeout``: seconds any scheduler command may take.
+    ``query_chunk_size``: job ids per status command (ARG_MAX, scheduler RPC size).
+    """
+
+    file_poll_interval: float = 0.25
+    min_query_interval: float = 2.0
+    max_query_interval: float = 60.0
+    command_timeout: float = 30.0
+    query_chunk_size: int = 500
+
+
+class _Tracked:
+    """What the monitor knows about one live native job (shared by the Job objects that
+    follow it: the submitted one and attached copies)."""
+
+    __slots__ = ("native_id", "jobs", "job_dir", "started", "exit_mtime", "term",
+                 "missing_since", "asked_accounting", "warned")
+
+    def __init__(self, native_id: str, job: Job, job_dir: Optional[JobDir]) -> None:
+        self.native_id = native_id
+        self.jobs = [job]
+        self.job_dir = job_dir
+        self.started = False
+        self.exit_mtime: Optional[float] = None
+        self.term: Optional[ExitRecord] = None  # SIGTERM caught: ask the scheduler why
+        self.missing_since: Optional[float] = None
+        self.asked_accounting = False
+        self.warned: set[str] = set()
+
+
+class BatchSchedulerExecutor(JobExecutor):
+    """Base of the batch backends (see the module docstring)."""
+
+    config_class: ClassVar[type[JobExecutorConfig]] = BatchConfig
+    config: BatchConfig
+    #: name of the backend's template in hpcjobs/templates (without .mustache)
+    template: ClassVar[str] = ""
+
+    def __init__(self, url: Optional[str] = None,
+                 config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> None:
+        super().__init__(url, config)
+        self._lock = threading.Lock()
+        self._tracked: dict[str, _Tracked] = {}
+        self._next_query = float("inf")
+        self._interval = self.config.min_query_interval
+        self._accounting: Optional[bool] = None  # None: not probed yet
+        self._monitor = PeriodicTask(f"hpcjobs-{self.name}-{self._instance}-monitor", self._tick)
+        self._monitor_finalizer = weakref.finalize(self, self._monitor.stop, False)
+
+    # ===================================================================== backend hooks
+    @abstractmethod
+    def _directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
+        """The template context for the scheduler's directives (resources, walltime,
+        queue, ...). Raise InvalidJobException naming the field for what cannot be
+        expressed. Values are shell-quoted by the renderer."""
+
+    @abstractmethod
+    def _submit_command(self, job_dir: JobDir) -> list[str]:
+        """The command that submits ``job_dir.script``."""
+
+    @abstractmethod
+    def _parse_submit(self, stdout: str) -> str:
+        """The native id in the submit command's output (ValueError if there is none)."""
+
+    @abstractmethod
+    def _cancel_command(self, native_id: str) -> list[str]:
+        """The command that cancels a job."""
+
+    @abstractmethod
+    def _query_status(self, native_ids: Sequence[str]) -> dict[str, NativeStatus]:
+        """ONE status command for these jobs: what it says about those it knows (jobs it
+        does not know are left out). Raises CommandError when the command fails."""
+
+    def _query_accounting(self, native_ids: Sequence[str]) -> Optional[dict[str, NativeStatus]]:
+        """ONE accounting query for jobs gone from the queue; None if the scheduler has
+        no accounting (remembered: never asked again). Raises CommandError on failure."""
+        return None
+
+    def _describe_final(self, statuses: Sequence[NativeStatus]) -> None:
+        """Hook: add details to final statuses from the status command (e.g. who
+        cancelled a job) before they are reported; at most one command for all."""
+
+    @abstractmethod
+    def _list_ids(self) -> list[str]:
+        """The ids of the current user's jobs known to the scheduler."""
+
+    @abstractmethod
+    def _retention_time(self) -> float:
+        """Seconds the scheduler keeps finished jobs in its status command's output."""
+
+    @abstractmethod
+    def _check_native_id(self, native_id: str) -> None:
+        """Raise InvalidJobException if ``native_id`` cannot be an id of this scheduler."""
+
+    # ===================================================================== the API
+    def submit(self, job: Job) -> None:
+        with self._submission(job) as spec:
+            job_dir = JobDir.create(self.work_directory, job.id)
+            try:
+                script = render(self.template, {**self._directives(spec, job_dir),
+                                                **self._body(spec, job_dir)})
+                fd = os.open(job_dir.script, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
+                with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+                    f.write(script)
+                native_id = self._run_submit(job_dir)
+            except BaseException:
+                job_dir.remove()
+                raise
+            job_dir.link(native_id)
+            job._bind(self, native_id)
+            with self._lock:
+                self._tracked[native_id] = _Tracked(native_id, job, job_dir)
+        log.info("job %s submitted to %s as %s", job.id, self.name, native_id)
+        self._set_job_status(job, JobStatus(JobState.QUEUED))
+        self._query_soon(self.config.min_query_interval)
+
+    def cancel(self, job: Job) -> None:
+        native_id = job.native_id
+        if native_id is None or job.status.state.final:
+            return
+        try:
+            commands.run(self._cancel_command(native_id), timeout=self.config.command_timeout)
+        except CommandError as e:
+            raise SubmitException(f"cannot cancel job {job.id} ({self.name} job {native_id})",
+                                  e, transient=e.returncode is None) from e
+        log.info("job %s (%s job %s): cancel requested", job.id, self.name, native_id)
+        self._query_soon(0.5)
+
+    def list(self) -> List[str]:
+        try:
+            return self._list_ids()
+        except CommandError as e:
+            raise SubmitException(f"cannot list the {self.name} jobs", e,
+                                  transient=e.returncode is None) from e
+
+    def attach(self, job: Job, native_id: str) -> None:
+        self._check_native_id(native_id)
+        self._claim_for_attach(job, native_id)
+        with self._lock:
+            tracked = self._tracked.get(native_id)
+            if tracked is not None:  # followed already: share what we know
+                tracked.jobs.append(job)
+                current = tracked.jobs[0].status
+        if tracked is not None:
+            if current.state is not JobState.NEW:
+                self._set_job_status(job, JobStatus(current.state, current.time,
+                                                    metadata=current.metadata))
+            return
+        job_dir = JobDir.find(self.work_directory, native_id)
+        log.info("job %s attached to %s job %s (%s)", job.id, self.name, native_id,
+                 f"job files in {job_dir.path}" if job_dir else "no job files")
+        with self._lock:
+            self._tracked[native_id] = _Tracked(native_id, job, job_dir)
+        self._query_soon(0.0)
+
+    # ===================================================================== the job script
+    def _body(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
+        """The template context of the shared script body (templates/batch_body.mustache)."""
+        argv = job_argv(spec)
+        argv[1:] = [Expandable(a) for a in argv[1:]]  # ${NAME} in arguments: the spec's rule
+        launch = self._launcher(spec).get_launch_command(spec, argv)
+        directory = os.path.expanduser(spec.directory) if spec.directory else None
+        return {
+            "job_dir": str(job_dir.path),
+            "job_dir_variable": JOB_DIR_VARIABLE,
+            "directory": directory,
+            "environment": [{"name": k, "value": Expandable(v)}
+                            for k, v in (spec.environment or {}).items()],
+            "launch": launch,
+            "stdin": _stream(spec.stdin_path),
+            "stdout": _stream(spec.stdout_path),
+            "stderr": _stream(spec.stderr_path),
+        }
+
+    def _run_submit(self, job_dir: JobDir) -> str:
+        try:
+            result = commands.run(self._submit_command(job_dir), timeout=self.config.command_timeout)
+        except CommandError as e:
+            raise SubmitException(f"{self.name} refused the job: {(e.stderr or e.stdout).strip()}",
+                                  e, transient=e.returncode is None) from e
+        try:
+            return self._parse_submit(result.stdout)
+        except ValueError as e:
+            raise SubmitException(f"no job id in the output of {result.argv!r}: "
+                                  f"{result.stdout!r}", e) from e
+
+    # ===================================================================== the monitor
+    def _close(self) -> None:
+        self._monitor_finalizer()
+
+    def _query_soon(self, delay: float) -> None:
+        """Ask for a status query within ``delay`` seconds (and reset the backoff)."""
+        with self._lock:
+            self._next_query = min(self._next_query, time.monotonic() + delay)
+            self._interval = self.config.min_query_interval
+        self._monitor.poke()
+
+    def _tick(self) -> Optional[float]:
+        """The monitor thread's body: returns the seconds until the next call."""
+        with self._lock:
+            tracked = list(self._tracked.values())
+            due = time.monotonic() >= self._next_query
+            if not tracked:
+                self._next_query = float("inf")
+                return None
+        watched = False
+        for t in tracked:
+            if t.job_dir is not None:
+                self._check_files(t)
+                watched = True
+        if due:
+            self._reconcile()
+        with self._lock:
+            if not self._tracked:
+                return None
+            if self._next_query == float("inf"):
+                self._next_query = time.monotonic() + self._interval
+            wait = max(0.0, self._next_query - time.monotonic())
+        return min(wait, self.config.file_poll_interval) if watched else wait
+
+    def _check_files(self, t: _Tracked) -> bool:
+        """Look at the job's files; True if that ended the job."""
+        assert t.job_dir is not None
+        if not t.started:
+            started = t.job_dir.started()
+            if started is not None:
+                t.started = True
+                self._report(t, JobStatus(JobState.ACTIVE, started))
+        record = t.job_dir.exit_record()
+        if record is None or record.mtime == t.exit_mtime:
+            return False
+        t.exit_mtime = record.mtime
+        t.started = True
+        if record.caught is None:
+            self._report(t, record.final_status())
+            return True
+        # the script was sent SIGTERM (walltime, cancel, preemption): the scheduler knows why
+        log.debug("%s job %s: script caught SIG%s; asking the scheduler why",
+                  self.name, t.native_id, record.caught)
+        t.term = record
+        with self._lock:
+            self._next_query = min(self._next_query, time.monotonic())
+        return False
+
+    def _reconcile(self) -> None:
+        """One round of status queries for every live job."""
+        with self._lock:
+            tracked = list(self._tracked.values())
+        ids = [t.native_id for t in tracked]
+        found: dict[str, NativeStatus] = {}
+        try:
+            for i in range(0, len(ids), self.config.query_chunk_size):
+                found.update(self._query_status(ids[i:i + self.config.query_chunk_size]))
+        except CommandError as e:
+            self._back_off(e)
+            return
+        urgent = False
+        finals: list[tuple[_Tracked, NativeStatus]] = []
+        missing: list[_Tracked] = []
+        for t in tracked:
+            ns = found.get(t.native_id)
+            if ns is None:
+                missing.append(t)
+            elif ns.state is not None and ns.state.final:
+                finals.append((t, ns))
+            else:
+                t.missing_since = None
+                self._apply_live(t, ns)
+                urgent = urgent or t.term is not None
+        if finals:
+            self._describe_final([ns for _, ns in finals])
+            for t, ns in finals:
+                self._apply_final(t, ns)
+        if missing:
+            urgent = self._vanished(missing) or urgent
+        with self._lock:
+            self._interval = (self.config.min_query_interval if urgent else
+                              min(self._interval * 2, self.config.max_query_interval))
+            self._next_query = time.monotonic() + self._interval
+
+    def _back_off(self, error: CommandError) -> None:
+        with self._lock:
+            self._interval = min(max(self._interval * 2, 5.0), self.config.max_query_interval)
+            self._next_query = time.monotonic() + self._interval
+            interval = self._interval
+        log.warning("%s status query failed (no job state changed; retrying in %.0f s): %s",
+                    self.name, interval, error)
+
+    def _apply_live(self, t: _Tracked, ns: NativeStatus) -> None:
+        if ns.state is None:
+            if ns.native_state not in t.warned:
+                t.warned.add(ns.native_state)
+                log.warning("%s job %s: unknown native state %r; ignored",
+                            self.name, t.native_id, ns.native_state)
+            return
+        if t.term is not None and ns.state is JobState.QUEUED:
+            t.term = None  # requeued after the SIGTERM: the next run writes new files
+        if ns.state is JobState.ACTIVE:
+            t.started = True
+        self._report(t, ns.status(), refresh=True)
+
+    def _apply_final(self, t: _Tracked, ns: NativeStatus) -> None:
+        """The scheduler says the job ended; the job's own files, if any, say more."""
+        if t.job_dir is not None and t.term is None and self._check_files(t):
+            return
+        self._report(t, self._final_status(t, ns), ran=t.started)
+
+    def _final_status(self, t: _Tracked, ns: NativeStatus) -> JobStatus:
+        if t.term is not None:
+            # the script's record has the job's real exit status; the scheduler says why
+            code = t.term.exit_code
+            return ns.status(message=f"{ns.message}; the job was sent SIGTERM "
+                                     f"({describe_exit(code)})", exit_code=code)
+        if t.job_dir is not None and ns.state is not JobState.COMPLETED:
+            if t.started or t.job_dir.started() is not None:
+                t.started = True
+                return ns.status(message=f"{ns.message}; the job script was killed before "
+                                         f"it could record an exit code "
+                                         f"({describe_exit(ns.exit_code)} per {self.name})")
+        return ns.status()
+
+    def _vanished(self, missing: Sequence[_Tracked]) -> bool:
+        """Jobs the status command no longer knows. True if one needs a query soon."""
+        unexplained = [t for t in missing if t.job_dir is None or not self._check_files(t)]
+        ask = [t for t in unexplained if not t.asked_accounting]
+        if ask and self._accounting is not False:
+            try:
+                records = self._query_accounting([t.native_id for t in ask])
+            except CommandError as e:
+                log.warning("%s accounting query failed (retrying later): %s", self.name, e)
+                records = {}
+            else:
+                if records is None:
+                    log.info("%s has no job accounting: vanished jobs end FAILED after "
+                             "the retention time", self.name)
+                    self._accounting = False
+                    records = {}
+                else:
+                    self._accounting = True
+                    for t in ask:
+                        ns = records.get(t.native_id)
+                        # a job accounting still sees running may just lag: ask again
+                        t.asked_accounting = ns is None or ns.state is None or ns.state.final
+            for t in ask:
+                ns = records.get(t.native_id)
+                if ns is not None and ns.state is not None and ns.state.final:
+                    self._apply_final(t, ns)
+        now = time.monotonic()
+        retention = None
+        urgent = False
+        for t in unexplained:
+            if t.native_id not in self._tracked:
+                continue
+            if t.missing_since is None:
+                t.missing_since = now
+            if retention is None:
+                retention = self._retention_time()
+            if now - t.missing_since < retention:
+                urgent = urgent or t.term is not None
+                continue
+            if t.term is not None:
+                message = (f"the job was sent SIGTERM ({describe_exit(t.term.exit_code)}) and "
+                           f"{self.name} no longer knows why (walltime, cancel or preemption)")
+                self._report(t, JobStatus(JobState.FAILED, t.term.mtime, message=message,
+                                          exit_code=t.term.exit_code), ran=True)
+                continue
+            where = f"no exit-code file in {t.job_dir.path}" if t.job_dir else "no job files"
+            message = (f"vanished from {self.name} without an exit code: the exit status is "
+                       f"unknown ({where}, no accounting record, gone from the queue for "
+                       f"{retention:.0f} s)")
+            self._report(t, JobStatus(JobState.FAILED, message=message), ran=t.started)
+        return urgent
+
+    def _report(self, t: _Tracked, status: JobStatus, ran: bool = False,
+                refresh: bool = False) -> None:
+        """Hand ``status`` to every Job following ``t``; a final one ends the tracking.
+        ``refresh``: a status in the job's current state updates its metadata."""
+        if status.state.final:
+            with self._lock:
+                self._tracked.pop(t.native_id, None)
+            log.info("%s job %s: %s (%s)", self.name, t.native_id, status.state,
+                     status.message or describe_exit(status.exit_code))
+        for job in t.jobs:
+            current = job.status
+            if refresh and current.state is status.state and status.metadata:
+                # same state, newer facts (pending reason, start estimate, nodes)
+                current.metadata = {**(current.metadata or {}), **status.metadata}
+            else:
+                self._set_job_status(job, status, ran=ran)
+
+
+def _stream(path: Optional[Path]) -> Optional[str]:
+    return os.path.expanduser(path) if path is not None else None
+

@@ -1,0 +1,136 @@
+"""A batch job's private directory: its script and the files the script writes about itself.
+
+Layout (``<work directory>/<job id>/``, mode 0700)::
+
+    job.sh       the rendered batch script
+    batch.out    the scheduler's stdout/stderr of the script (and the job's, by default)
+    started      written when the script begins (its mtime is the start time)
+    exitcode     "<status> <caught signal or ->" written when the script ends, also when
+                 it is terminated with SIGTERM (walltime, cancel), via a trap
+
+``<work directory>/ids/<native id>`` is a symlink to the job's directory, so an executor
+in another process can attach to the job by native id and still read its files.
+The script writes ``exitcode`` through a temporary file and a rename, so a reader never
+sees half a record.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from ...state import JobState, JobStatus
+
+__all__ = ["JobDir", "ExitRecord", "SCRIPT", "BATCH_OUT", "STARTED", "EXIT"]
+
+SCRIPT = "job.sh"
+BATCH_OUT = "batch.out"
+STARTED = "started"
+EXIT = "exitcode"
+_IDS = "ids"
+
+
+def signal_name(number: int) -> str:
+    """``SIGKILL`` for 9, ``signal 99`` for numbers this system does not name."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+@dataclass(frozen=True)
+class ExitRecord:
+    """What the script recorded when it ended."""
+
+    status: int            # the job's shell exit status (128+N: killed by signal N)
+    caught: Optional[str]  # a signal the script itself received (TERM), else None
+    mtime: float           # when it was written
+
+    @property
+    def exit_code(self) -> int:
+        """The PSI/J exit code: the status, or -N for a process killed by signal N."""
+        if 128 < self.status <= 128 + 64:
+            return -(self.status - 128)
+        return self.status
+
+    def final_status(self) -> JobStatus:
+        """The final status this record alone tells (no signal caught by the script)."""
+        code = self.exit_code
+        if code == 0:
+            return JobStatus(JobState.COMPLETED, self.mtime, exit_code=0)
+        if code < 0:
+            message = f"killed by {signal_name(-code)} (signal {-code})"
+        else:
+            message = f"exited with code {code}"
+        return JobStatus(JobState.FAILED, self.mtime, message=message, exit_code=code)
+
+
+class JobDir:
+    """One job's directory (see the module docstring)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def create(cls, work_dir: Path, name: str) -> "JobDir":
+        """Make ``work_dir/name`` with mode 0700 (it must not exist yet)."""
+        path = work_dir / name
+        path.mkdir(mode=0o700)
+        return cls(path)
+
+    @classmethod
+    def find(cls, work_dir: Path, native_id: str) -> Optional["JobDir"]:
+        """The directory of the job with ``native_id``, if this work directory has it."""
+        link = work_dir / _IDS / native_id
+        try:
+            target = link.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return None
+        return cls(target) if (target / SCRIPT).is_file() else None
+
+    def link(self, native_id: str) -> None:
+        """Record that this directory belongs to the job ``native_id``."""
+        ids = self.path.parent / _IDS
+        ids.mkdir(mode=0o700, exist_ok=True)
+        tmp = ids / f".{native_id}.{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(Path("..") / self.path.name)
+        tmp.replace(ids / native_id)
+
+    def remove(self) -> None:
+        """Delete the directory (a submission that failed leaves nothing behind)."""
+        for child in self.path.iterdir():
+            child.unlink()
+        self.path.rmdir()
+
+    @property
+    def script(self) -> Path:
+        """The batch script's path."""
+        return self.path / SCRIPT
+
+    @property
+    def batch_output(self) -> Path:
+        """Where the scheduler writes the script's own output."""
+        return self.path / BATCH_OUT
+
+    def started(self) -> Optional[float]:
+        """When the script started, or None if it has not (yet, as far as we can see)."""
+        try:
+            return (self.path / STARTED).stat().st_mtime
+        except OSError:
+            return None
+
+    def exit_record(self) -> Optional[ExitRecord]:
+        """The script's exit record, or None if there is none (or it is unreadable)."""
+        path = self.path / EXIT
+        try:
+            mtime = path.stat().st_mtime
+            fields = path.read_text(encoding="ascii", errors="replace").split()
+            status = int(fields[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        caught = fields[1] if len(fields) > 1 and fields[1] != "-" else None
+        return ExitRecord(status, caught, mtime)

@@ -1,0 +1,82 @@
+"""Batch scripts: mustache templates rendered with ONE escape function that shell-quotes.
+
+Every ``{{value}}`` in a template goes through :func:`shell_quote`; templates never add
+quotes of their own, and nothing is HTML-escaped. A value may be marked
+:class:`Expandable`: then the spec's ``${NAME}`` references in it (and nothing else) are
+left for the job's shell to expand, each inside double quotes, the rest single-quoted.
+
+The quoting is also what sbatch's own ``#SBATCH`` line parser understands (single and
+double quotes group, an unquoted ``#`` starts a comment), except for backslashes and
+newlines, which that parser treats differently: values bound for scheduler directives
+are checked with :func:`directive_value` before rendering.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from ...errors import InvalidJobException
+
+__all__ = ["Expandable", "shell_quote", "render", "directive_value", "TEMPLATES"]
+
+#: where the templates live (installed with the package)
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+
+# characters that need no quoting in a shell word (a conservative set, as shlex's)
+_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+\Z")
+# the spec's substitution syntax, with the name captured (see hpcjobs.environment)
+_BRACED = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class Expandable(str):
+    """A string whose ``${NAME}`` references the job's shell expands (spec semantics)."""
+
+    __slots__ = ()
+
+
+def _quote_literal(text: str) -> str:
+    if _SAFE.match(text):
+        return text
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def shell_quote(value: str) -> str:
+    """The renderer's only escape: ``value`` as one shell word, read back byte for byte
+    (``${NAME}`` expanded by the shell when ``value`` is :class:`Expandable`)."""
+    if not isinstance(value, Expandable):
+        return _quote_literal(value) if value else "''"
+    parts = _BRACED.split(value)  # literal, name, literal, name, ..., literal
+    words = [f'"${{{p}}}"' if i % 2 else _quote_literal(p)
+             for i, p in enumerate(parts) if i % 2 or p]
+    return "".join(words) or "''"
+
+
+def directive_value(field: str, value: str) -> str:
+    """``value`` checked for a scheduler directive line (``#SBATCH``, ``#PBS``).
+
+    The directive parsers read quotes like the shell but take a backslash as an escape
+    even inside single quotes, and a newline ends the directive: refuse both rather than
+    let the scheduler read something other than what was given.
+    """
+    for bad, what in (("\n", "a newline"), ("\r", "a carriage return"),
+                      ("\\", "a backslash"), ("\0", "a NUL character")):
+        if bad in value:
+            raise InvalidJobException(f"{field} contains {what}, which the batch "
+                                      f"scheduler's directive parser cannot carry: {value!r}")
+    return value
+
+
+def render(template: str, context: Mapping[str, Any]) -> str:
+    """Render ``templates/<template>.mustache`` (partials from the same folder).
+
+    Missing keys are errors, so a template and its context cannot drift apart silently.
+    """
+    import pystache  # imported on first use: importing hpcjobs stays cheap
+
+    renderer = pystache.Renderer(escape=shell_quote, search_dirs=[str(TEMPLATES)],
+                                 file_extension="mustache", file_encoding="utf-8",
+                                 string_encoding="utf-8", missing_tags="strict")
+    text: str = renderer.render_name(template, context)
+    return text

@@ -1,0 +1,306 @@
+"""``SlurmJobExecutor``: PSI/J jobs as Slurm batch jobs (``get_instance('slurm')``).
+
+The backend of :class:`~hpcjobs.executors.batch.BatchSchedulerExecutor` for Slurm: the
+template (templates/slurm.mustache), the command lines (sbatch, squeue, sacct, scancel,
+scontrol) and the table mapping Slurm's job states to PSI/J's. docs/slurm.md describes
+the behaviour; Slurm's own references are https://slurm.schedmd.com/squeue.html
+("JOB STATE CODES", "JOB REASON CODES") and https://slurm.schedmd.com/sacct.html.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import math
+import pwd
+import re
+import time
+from datetime import timedelta
+from typing import Any, Optional, Sequence
+
+from .. import commands
+from ..errors import CommandError, InvalidJobException
+from ..spec import JobSpec
+from ..state import JobState
+from .batch import BatchSchedulerExecutor, JobDir, NativeStatus, decode_wait_status
+from .batch.native import describe_exit
+from .batch.script import directive_value
+
+__all__ = ["SlurmJobExecutor", "SLURM_STATES"]
+
+log = logging.getLogger(__name__)
+
+_Q, _A = JobState.QUEUED, JobState.ACTIVE
+_C, _F, _X = JobState.COMPLETED, JobState.FAILED, JobState.CANCELED
+
+#: Slurm job state (squeue %T / sacct State) -> (PSI/J state, why the job ended).
+#: From squeue(1) "JOB STATE CODES". States not listed are logged and ignored.
+SLURM_STATES: dict[str, tuple[JobState, Optional[str]]] = {
+    "PENDING": (_Q, None),
+    "CONFIGURING": (_Q, None),          # nodes allocated, still booting: not running yet
+    "REQUEUED": (_Q, None),
+    "REQUEUE_HOLD": (_Q, None),
+    "REQUEUE_FED": (_Q, None),
+    "RESV_DEL_HOLD": (_Q, None),
+    "RUNNING": (_A, None),
+    "COMPLETING": (_A, None),           # ended; the final state follows when nodes are free
+    "SUSPENDED": (_A, None),
+    "STOPPED": (_A, None),
+    "RESIZING": (_A, None),
+    "SIGNALING": (_A, None),
+    "STAGE_OUT": (_A, None),
+    "COMPLETED": (_C, None),
+    "FAILED": (_F, "failed"),
+    "CANCELLED": (_X, "cancelled"),
+    "TIMEOUT": (_F, "walltime exceeded: Slurm ended the job at its time limit"),
+    "OUT_OF_MEMORY": (_F, "out of memory: the job exceeded its memory limit"),
+    "NODE_FAIL": (_F, "node failure: a node allocated to the job failed"),
+    "PREEMPTED": (_F, "preempted by Slurm in favour of another job"),
+    "BOOT_FAIL": (_F, "node boot failure: the job's nodes could not be booted"),
+    "DEADLINE": (_F, "deadline reached before the job could complete (--deadline)"),
+    "SPECIAL_EXIT": (_F, "special exit: the job was requeued in a held state"),
+    "REVOKED": (_X, "revoked: this federated job ran on another cluster"),
+}
+
+# squeue -O fields, '|' after each (Reason and NodeList never contain one; the node list
+# goes last anyway). exit_code is the raw wait status; StartTime is the scheduler's
+# estimate for a pending job (what `squeue --start` shows) and the start of others.
+_SQUEUE_FIELDS = ("JobArrayID", "State", "Reason", "exit_code", "StartTime", "NodeList")
+_SQUEUE_FORMAT = ",".join(f"{f}:|" for f in _SQUEUE_FIELDS)
+_SACCT_FIELDS = ("JobID", "State", "ExitCode", "Reason", "End", "NodeList")
+# job ids: 123, array tasks 123_4, heterogeneous components 123+1
+_NATIVE_ID = re.compile(r"[0-9]+(_[0-9]+)?(\+[0-9]+)?\Z")
+# long options of sbatch that custom attributes may set (their values are checked too)
+_OPTION = re.compile(r"[a-z][a-z0-9-]*\Z")
+# options that would break how hpcjobs runs and follows the job
+_RESERVED = {"output", "error", "input", "parsable", "wrap", "array", "wait", "chdir",
+             "export-file", "test-only", "help", "usage", "version"}
+_REASON_NONE = {"None", "", "(null)"}
+
+
+class SlurmJobExecutor(BatchSchedulerExecutor):
+    """Runs jobs through Slurm (sbatch/squeue/sacct/scancel), see the module docstring."""
+
+    name = "slurm"
+    template = "slurm"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._retention: Optional[float] = None
+
+    # -- the script ---------------------------------------------------------------------
+    def _validate(self, spec: JobSpec) -> None:
+        self._custom(spec)  # every check that needs no scheduler, before submitting
+        for field in ("queue_name", "project_name", "reservation_id"):
+            value = getattr(spec.attributes, field)
+            if value is not None:
+                directive_value(f"JobAttributes.{field}", value)
+
+    def _directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
+        res = spec.resources_v1
+        attrs = spec.attributes
+        return {
+            "job_name": _job_name(spec),
+            "ntasks": res.computed_process_count,
+            "nodes": res.computed_node_count,
+            "ntasks_per_node": res.processes_per_node,
+            "cpus_per_task": res.cpu_cores_per_process,
+            "gpus_per_task": res.gpu_cores_per_process,
+            # ResourceSpecV1.memory is bytes per node; sbatch --mem takes KiB with "K"
+            "memory": f"{math.ceil(res.memory / 1024)}K" if res.memory else None,
+            "exclusive": res.exclusive_node_use,
+            "time": _walltime(attrs.duration),
+            "partition": attrs.queue_name,
+            "account": attrs.project_name,
+            "reservation": attrs.reservation_id,
+            "export_none": not spec.inherit_environment,
+            "custom": self._custom(spec),
+        }
+
+    @staticmethod
+    def _custom(spec: JobSpec) -> list[dict[str, Optional[str]]]:
+        """``slurm.<option>`` custom attributes as #SBATCH lines: True is a flag,
+        False/None leave the option out, anything else is its value."""
+        out: list[dict[str, Optional[str]]] = []
+        for option, value in spec.attributes.custom_for("slurm").items():
+            field = f"JobAttributes.custom_attributes['slurm.{option}']"
+            if not _OPTION.match(option):
+                raise InvalidJobException(f"{field}: {option!r} is not an sbatch long option "
+                                          "name (lower-case letters, digits and '-')")
+            if option in _RESERVED:
+                raise InvalidJobException(f"{field}: hpcjobs sets --{option} itself")
+            if value is None or value is False:
+                continue
+            out.append({"option": option,
+                        "value": None if value is True else directive_value(field, str(value))})
+        return out
+
+    def _submit_command(self, job_dir: JobDir) -> list[str]:
+        # --output names our file; '%' would be one of sbatch's filename patterns
+        output = str(job_dir.batch_output).replace("%", "%%")
+        return ["sbatch", "--parsable", f"--output={output}", str(job_dir.script)]
+
+    def _parse_submit(self, stdout: str) -> str:
+        # --parsable prints "<id>" or "<id>;<cluster>"
+        native_id = stdout.strip().split(";")[0]
+        if not _NATIVE_ID.match(native_id):
+            raise ValueError(f"not a Slurm job id: {native_id!r}")
+        return native_id
+
+    def _cancel_command(self, native_id: str) -> list[str]:
+        return ["scancel", native_id]
+
+    def _check_native_id(self, native_id: str) -> None:
+        if not isinstance(native_id, str) or not _NATIVE_ID.match(native_id):
+            raise InvalidJobException(f"native_id: {native_id!r} is not a Slurm job id")
+
+    # -- status -------------------------------------------------------------------------
+    def _query_status(self, native_ids: Sequence[str]) -> dict[str, NativeStatus]:
+        argv = ["squeue", "--noheader", "--states=all", f"--jobs={','.join(native_ids)}",
+                f"--Format={_SQUEUE_FORMAT}"]
+        result = commands.run(argv, timeout=self.config.command_timeout, check=False)
+        if result.returncode != 0:
+            # squeue exits 1 with "Invalid job id specified" when it knows none of the
+            # ids it was given (unknown ids among known ones are silently left out)
+            if "Invalid job id" in result.stderr:
+                return {}
+            raise CommandError(result.argv, result.returncode, result.stdout, result.stderr)
+        found = {}
+        for line in result.stdout.splitlines():
+            fields = line.split("|")
+            if len(fields) < len(_SQUEUE_FIELDS):
+                continue
+            ns = self._squeue_status(*(f.strip() for f in fields[:len(_SQUEUE_FIELDS)]))
+            found[ns.native_id] = ns
+        return found
+
+    def _squeue_status(self, native_id: str, state: str, reason: str, raw_exit: str,
+                       start: str, nodes: str) -> NativeStatus:
+        exit_code = decode_wait_status(int(raw_exit)) if raw_exit.isdigit() else None
+        ns = _native(native_id, state, reason, exit_code)
+        if ns.state is JobState.QUEUED:
+            if reason not in _REASON_NONE:
+                ns.metadata["reason_pending"] = reason
+            estimate = _timestamp(start)
+            if estimate is not None:
+                ns.metadata["t_estimate"] = estimate
+        elif nodes and nodes not in _REASON_NONE:
+            ns.metadata["nodes"] = nodes
+        return ns
+
+    def _query_accounting(self, native_ids: Sequence[str]) -> Optional[dict[str, NativeStatus]]:
+        argv = ["sacct", "--allocations", "--noheader", "--parsable2",
+                f"--jobs={','.join(native_ids)}", f"--format={','.join(_SACCT_FIELDS)}"]
+        result = commands.run(argv, timeout=self.config.command_timeout, check=False)
+        if result.returncode != 0:
+            if "accounting storage is disabled" in result.stderr.lower():
+                return None
+            raise CommandError(result.argv, result.returncode, result.stdout, result.stderr)
+        found = {}
+        for line in result.stdout.splitlines():
+            fields = line.split("|")
+            if len(fields) < len(_SACCT_FIELDS):
+                continue
+            native_id, state, exit_code, reason, end, nodes = fields[:len(_SACCT_FIELDS)]
+            ns = _native(native_id, state, reason, _sacct_exit(exit_code))
+            ns.time = _timestamp(end)
+            if nodes and nodes not in _REASON_NONE and nodes != "None assigned":
+                ns.metadata["nodes"] = nodes
+            found[native_id] = ns
+        return found
+
+    def _describe_final(self, statuses: Sequence[NativeStatus]) -> None:
+        # squeue says CANCELLED but not by whom; accounting does ("CANCELLED by 1000")
+        cancelled = [ns for ns in statuses if ns.native_state == "CANCELLED"]
+        if not cancelled or self._accounting is False:
+            return
+        try:
+            records = self._query_accounting([ns.native_id for ns in cancelled])
+        except CommandError as e:
+            log.debug("sacct for the cancelled jobs failed: %s", e)
+            return
+        if records is None:
+            self._accounting = False
+            return
+        for ns in cancelled:
+            record = records.get(ns.native_id)
+            if record is not None and record.message and "by" in record.message:
+                ns.message = record.message
+
+    def _list_ids(self) -> list[str]:
+        result = commands.run(["squeue", "--noheader", f"--user={getpass.getuser()}",
+                               "--Format=JobArrayID"], timeout=self.config.command_timeout)
+        return [line.strip() for line in result.stdout.splitlines() if line.strip()]
+
+    def _retention_time(self) -> float:
+        """Slurm's MinJobAge (``scontrol show config``), read once; 300 s if unreadable."""
+        if self._retention is None:
+            self._retention = 300.0
+            try:
+                out = commands.run(["scontrol", "show", "config"],
+                                   timeout=self.config.command_timeout).stdout
+                m = re.search(r"^MinJobAge\s*=\s*(\d+)", out, re.MULTILINE)
+                if m:
+                    self._retention = float(m.group(1))
+            except CommandError as e:
+                log.warning("cannot read Slurm's MinJobAge (assuming 300 s): %s", e)
+        return self._retention
+
+
+def _native(native_id: str, state: str, reason: str, exit_code: Optional[int]) -> NativeStatus:
+    """A Slurm record in PSI/J terms, with the message for every kind of ending."""
+    words = state.split()  # sacct says "CANCELLED by 1000"
+    native_state = words[0].rstrip("+") if words else ""
+    psij_state, why = SLURM_STATES.get(native_state, (None, None))
+    ns = NativeStatus(native_id, native_state, psij_state, metadata={"native_state": native_state})
+    if psij_state is None or not psij_state.final:
+        return ns
+    ns.exit_code = 0 if psij_state is JobState.COMPLETED else exit_code
+    if psij_state is JobState.COMPLETED:
+        return ns
+    parts = [why or native_state.lower()]
+    if native_state == "CANCELLED" and len(words) >= 3 and words[1] == "by":
+        parts[0] = f"cancelled by {_user(words[2])}"
+    if exit_code is not None and native_state != "CANCELLED":
+        parts.append(describe_exit(exit_code))
+    if reason not in _REASON_NONE:
+        parts.append(f"reason {reason}")
+    ns.message = f"{'; '.join(parts)} (Slurm state {native_state})"
+    return ns
+
+
+def _user(uid: str) -> str:
+    try:
+        return f"{pwd.getpwuid(int(uid)).pw_name} (uid {uid})"
+    except (KeyError, ValueError):
+        return f"uid {uid}"
+
+
+def _sacct_exit(text: str) -> Optional[int]:
+    # sacct's ExitCode is "<exit status>:<signal>"
+    try:
+        status, sig = (int(x) for x in text.split(":"))
+    except ValueError:
+        return None
+    return -sig if sig else status
+
+
+def _timestamp(text: str) -> Optional[float]:
+    """Slurm's local "YYYY-MM-DDTHH:MM:SS" as a POSIX time (None for N/A, Unknown, ...)."""
+    try:
+        return time.mktime(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return None
+
+
+def _walltime(duration: timedelta) -> str:
+    # sbatch --time accepts H:MM:SS (and rounds up to whole minutes itself)
+    seconds = max(1, math.ceil(duration.total_seconds()))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def _job_name(spec: JobSpec) -> str:
+    """The spec's name (or the executable's base name) made safe for every Slurm tool:
+    characters other than letters, digits, '.', '_' and '-' become '_'."""
+    name = spec.name or (spec.executable or "job").rsplit("/", 1)[-1]
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)[:128] or "job"
