@@ -18,8 +18,7 @@ import traceback
 from typing import NoReturn, Optional, Sequence
 
 from .. import __version__
-from ..errors import CommandError, ExecutorNotFoundError, _PSIJError
-from ..serialize import SerializationError
+from ..errors import CommandError, _PSIJError
 from . import commands, options
 
 __all__ = ["main", "build_parser"]
@@ -97,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="hpcjobs", description="Run and manage jobs through the PSI/J API.",
         epilog="Exit codes: 0 ok; run: the job's exit code (128+N for signal N), 1 failed "
-               "without one; 2 usage; 124 timeout; 125 hpcjobs error; 130 interrupted.")
+               "without one; 2 usage; 124 timeout; 125 hpcjobs error; 130 interrupted; "
+               "141 output closed.")
     parser.add_argument("--version", action="version", version=f"hpcjobs {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -135,8 +135,9 @@ def _positive(text: str) -> int:
     return value
 
 
-_EXPECTED = (_PSIJError, ExecutorNotFoundError, CommandError, SerializationError,
-             OSError, TypeError, ValueError)
+# errors whose message is made for the user (ExecutorNotFoundError and SerializationError
+# are ValueErrors; the model's TypeErrors name the field); anything else is a bug
+_EXPECTED = (_PSIJError, CommandError, OSError, TypeError, ValueError)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -149,8 +150,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         code: int = ns.func(ns)
         return code
     except argparse.ArgumentTypeError as e:
-        ns.parser.error(str(e))  # exits 2 with the usage line, like any bad option
-        raise  # pragma: no cover - error() does not return
+        parser: _Parser = ns.parser
+        parser.error(str(e))  # exit 2, like any bad option
     except KeyboardInterrupt:
         commands.err("interrupted")
         return commands.EXIT_INTERRUPTED
