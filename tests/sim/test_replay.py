@@ -121,6 +121,8 @@ def test_replay(start_sim: Any, run: str, monkeypatch: pytest.MonkeyPatch) -> No
     assert code == 0, err
     exact = RUNS[run][0] == "zero_latency_platform.xml"
     compare_csv(sim.jobs_csv(), read_csv(FIXTURES / run / "out_jobs.csv"), exact)
+    if exact:  # same times: the very same bytes as Batsim's file
+        assert Path(sim.prefix + "_jobs.csv").read_bytes() == (FIXTURES / run / "out_jobs.csv").read_bytes()
     got = read_csv(Path(sim.prefix + "_schedule.csv"))[0]
     want = read_csv(FIXTURES / run / "out_schedule.csv")[0]
     for column, value in want.items():
