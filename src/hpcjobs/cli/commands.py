@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 import time
 from datetime import datetime
@@ -26,8 +25,6 @@ from .progress import Progress
 
 __all__ = ["run", "submit", "status", "cancel", "list_jobs", "describe", "EXIT_JOB_FAILED",
            "EXIT_TIMEOUT", "EXIT_ERROR", "EXIT_INTERRUPTED"]
-
-log = logging.getLogger(__name__)
 
 EXIT_JOB_FAILED = 1
 EXIT_TIMEOUT = 124       # as timeout(1)

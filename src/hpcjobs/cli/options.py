@@ -22,7 +22,6 @@ from typing import Any
 from .. import plugins, serialize
 from ..attributes import JobAttributes
 from ..job import Job
-from ..resources import ResourceSpecV1
 from ..spec import JobSpec
 
 __all__ = ["duration", "memory", "key_value", "key_json", "build_spec", "executor_config"]
