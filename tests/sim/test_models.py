@@ -66,7 +66,8 @@ def test_parallel_task_on_links_with_latency() -> None:
     comm = make_profile("c", {"type": "parallel", "cpu": [0, 0], "com": [0, 1e7, 0, 0]}, InputError, "t")
     run = Execution(platform, [hosts["Jupiter"], hosts["Ginette"]], lambda n: comm)
     latency = 1461.517e-6 + 479.78e-6 + 514.433e-6 + 278.066e-6
-    assert run.run(comm) == (pytest.approx(latency + 1e7 / 7.20975e6), 0)
+    duration, ret = run.run(comm)
+    assert ret == 0 and duration == pytest.approx(latency + 1e7 / 7.20975e6)
     both = make_profile("b", {"type": "parallel", "cpu": [0, 1e9], "com": [0, 1e7, 0, 0]}, InputError, "t")
     assert run.run(both)[0] == pytest.approx(latency + 1e9 / 48.492e6)
 
