@@ -276,6 +276,7 @@ def test_annotations_while_queued() -> None:
             assert status is not None and status.state is JobState.COMPLETED
             assert "reason_pending" not in (status.metadata or {})
             assert (status.metadata or {})["resource_summary"].startswith("rank0/core")
+            assert (status.metadata or {})["nodes"] == ["vm"]  # from the journal's R
     finally:
         ex.close()
         flux.double.stop_instance(uri)

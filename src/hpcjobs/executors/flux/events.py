@@ -81,8 +81,10 @@ class JobEvents:
         self._ran = False
         self.done = False
 
-    def apply(self, name: str, timestamp: float, context: Mapping[str, Any]) -> Update:
-        """The effect of one event. Repeats (same name and timestamp) change nothing."""
+    def apply(self, name: str, timestamp: float, context: Mapping[str, Any],
+              R: Mapping[str, Any] | None = None) -> Update:
+        """The effect of one event. Repeats (same name and timestamp) change nothing.
+        ``R`` is the allocation (RFC 20) the journal gives with ``alloc``."""
         if (timestamp, name) in self._seen or self.done:
             return Update()
         self._seen.add((timestamp, name))
@@ -95,6 +97,9 @@ class JobEvents:
             return Update(JobStatus(JobState.QUEUED, timestamp, metadata=self.metadata))
         if name == "alloc":
             self._ran = True
+            nodelist = ((R or {}).get("execution") or {}).get("nodelist")
+            if nodelist:
+                self.metadata["nodes"] = list(nodelist)
             return Update(JobStatus(JobState.ACTIVE, timestamp, metadata=self.metadata),
                           ran=True)
         if name == "exception":

@@ -171,13 +171,14 @@ class FluxJobExecutor(JobExecutor):
             if entry is not None:
                 job, events = entry
                 self._apply(job, events, jobid, handle, event.name, event.timestamp,
-                            event.context or {})
+                            event.context or {}, getattr(event, "R", None))
 
     def _apply(self, job: Job, events: JobEvents, jobid: int, handle: Any, name: str,
-               timestamp: float, context: Mapping[str, Any]) -> None:
+               timestamp: float, context: Mapping[str, Any],
+               R: Mapping[str, Any] | None = None) -> None:
         """Fold one event into the job's status (caller holds ``_lock``; ``handle``
         belongs to the calling thread)."""
-        update = events.apply(name, timestamp, context)
+        update = events.apply(name, timestamp, context, R)
         if events.done:
             self._jobs.pop(jobid, None)
             update = self._with_signal(update, events, jobid, handle)
