@@ -7,6 +7,7 @@ would.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pty
@@ -234,3 +235,34 @@ def test_a_closed_output_pipe_ends_quietly(cli: Cli, tmp_path: Path) -> None:
         os.close(write)
     assert p.returncode == 128 + signal.SIGPIPE
     assert p.stderr == ""
+
+
+def _slurm_unavailable() -> Optional[str]:
+    # the conformance suite's Slurm provider knows whether the test cluster is up
+    path = Path(__file__).resolve().parents[1] / "conformance" / "backends" / "slurm.py"
+    spec = importlib.util.spec_from_file_location("hpcjobs_cli_tests_slurm_provider", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    reason: Optional[str] = module.unavailable()
+    return reason
+
+
+@pytest.mark.slurm
+def test_the_same_commands_drive_slurm(cli: Cli, tmp_path: Path) -> None:
+    reason = _slurm_unavailable()
+    if reason is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must test the CLI on Slurm: {reason}")
+        pytest.skip(reason)
+    p = cli("run", "-x", "slurm", "-t", "2m", "--stdout", "out", "/bin/sh", "-c",
+            "echo job $SLURM_JOB_ID; exit 3")
+    assert p.returncode == 3, p.stderr
+    assert (tmp_path / "out").read_text().startswith("job ")
+
+    native_id = cli("submit", "-x", "slurm", "-t", "5m", "/bin/sleep", "300").stdout.strip()
+    assert native_id.isdigit()
+    p = cli("status", "-x", "slurm", native_id)  # a new process: attach by native id
+    assert p.stdout.split()[:2] in ([native_id, "QUEUED"], [native_id, "ACTIVE"]), p.stderr
+    p = cli("cancel", "-x", "slurm", "--timeout", "120", native_id)
+    assert p.returncode == 0 and p.stdout.startswith(f"{native_id} CANCELED"), p.stderr
