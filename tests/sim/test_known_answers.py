@@ -139,6 +139,7 @@ def test_kill_progress_simple_and_sequence(start_sim: Any, tmp_path: Path) -> No
         "w0!b": {"profile": "seq", "current_task_index": 1, "current_task": {"profile": "d10", "progress": 0.2}},
         "w0!c": {"profile": "hg", "progress": 0.5}})]
     assert not completions(events)
+    assert events[-1] == ev(4.0, "SIMULATION_ENDS")  # the killed jobs' planned ends do not count
     assert {r["job_id"]: r["final_state"] for r in sim.jobs_csv()} == dict.fromkeys("abc", "COMPLETED_KILLED")
 
 

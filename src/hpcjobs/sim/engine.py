@@ -195,24 +195,29 @@ class Engine:
     def _pop_group(self) -> None:
         heap = self._heap
         when, kind, sub, _, payload = heapq.heappop(heap)
+        if kind == _COMPLETE:
+            payloads = [payload]
+            while heap and heap[0][0] == when and heap[0][1] == kind:
+                payloads.append(heapq.heappop(heap)[4])
+            # completions of killed jobs are left in the heap: skip them without moving the clock
+            live = [job for job, token in payloads if job.token == token and job.state == RUNNING]
+            if live:
+                self.now = when
+                for job in live:
+                    self._complete(job)
+            return
         self.now = when
         if kind == _SUBMIT:
             self._submit_static(sub)
-            return
-        if kind == _NOTIFY:
+        elif kind == _NOTIFY:
             self._emit("NOTIFY", {"type": "no_more_static_job_to_submit"})
-            return
-        payloads = [payload]
-        while heap and heap[0][0] == when and heap[0][1] == kind:
-            payloads.append(heapq.heappop(heap)[4])
-        if kind == _CALL:
-            for _ in payloads:
+        else:
+            self._calls -= 1
+            self._emit("REQUESTED_CALL", {})
+            while heap and heap[0][0] == when and heap[0][1] == kind:
+                heapq.heappop(heap)
                 self._calls -= 1
                 self._emit("REQUESTED_CALL", {})
-            return
-        for job, token in payloads:
-            if job.token == token and job.state == RUNNING:
-                self._complete(job)
 
     def _emit(self, kind: str, data: dict[str, Any]) -> None:
         self._pending.append({"timestamp": self.now, "type": kind, "data": data})
