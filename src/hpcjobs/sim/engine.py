@@ -144,9 +144,8 @@ class Engine:
 
     def next_events(self) -> list[Event]:
         """Events of the next request; the clock (``now``) moves to their time."""
-        if not self._pending:
-            while self._heap and not self._pending:
-                self._pop_group()
+        while self._heap and not self._pending:
+            self._pop_group()
         if not self._pending:
             if not self._is_over():
                 raise Deadlock(self._deadlock_reason())
@@ -461,6 +460,9 @@ class Engine:
         spec = make_job(raw, workload, ProtocolViolation, "REGISTER_JOB")
         if jid in self.jobs:
             raise ProtocolViolation(f"REGISTER_JOB: duplicate job id {jid!r}")
+        if spec.res > len(self._busy):
+            raise ProtocolViolation(f"REGISTER_JOB {jid!r}: requests {spec.res} resources but the platform "
+                                    f"has {len(self._busy)} compute resources")
         if spec.profile not in self._profiles.get(workload, {}):
             raise self._missing_profile(workload, spec.profile)
         self._ref(workload, spec.profile, 1)
