@@ -72,6 +72,19 @@ def test_parallel_task_on_links_with_latency() -> None:
     assert run.run(both)[0] == pytest.approx(latency + 1e9 / 48.492e6)
 
 
+def test_host_pstate_and_trace_files(tmp_path: Path) -> None:
+    path = tmp_path / "p.xml"
+    path.write_text('<platform version="4.1"><zone id="z" routing="Full">'
+                    '<host id="master_host" speed="1Gf"/><host id="h" speed="2Gf,1Gf" pstate="1" core="4"/>'
+                    '</zone></platform>')
+    host = parse_platform(str(path)).compute[0]
+    assert (host.name, host.speed, host.cores) == ("h", 1e9, 4)
+    path.write_text('<platform version="4.1"><zone id="z" routing="Full">'
+                    '<host id="master_host" speed="1Gf" availability_file="a.txt"/></zone></platform>')
+    with pytest.raises(InputError, match="'availability_file'"):
+        parse_platform(str(path))
+
+
 def test_platform_refuses_unsupported_routing(tmp_path: Path) -> None:
     path = tmp_path / "p.xml"
     path.write_text('<platform version="4.1"><zone id="z" routing="Floyd"/></platform>')

@@ -235,24 +235,33 @@ class _Parser:
                 for sub in child:
                     if sub.tag != "prop":
                         raise self.fail(f"host {hname!r}: unsupported element <{sub.tag}>")
-                self.add_host(hname, units.speed(self.attr(child, "speed"), f"host {hname!r} speed"),
-                              self.cores(child, hname), self.props(child), zone)
+                self.refuse_dynamic(child, hname)
+                self.add_host(hname, units.speed(self.attr(child, "speed"), f"host {hname!r} speed",
+                                                 self.integer(child, "pstate", "0", hname, 0)),
+                              self.integer(child, "core", "1", hname, 1), self.props(child), zone)
             elif tag == "router":
                 rname = self.attr(child, "id")
                 self.where[rname] = zone
             elif tag == "link":
                 lname = self.attr(child, "id")
+                self.refuse_dynamic(child, lname)
                 self.links[lname] = self.link(child, lname)
             elif tag in ("route", "zoneRoute", "ASroute"):
                 self.route(child, zone)
             else:
                 raise self.fail(f"zone {name!r}: unsupported element <{tag}>")
 
-    def cores(self, elem: ET.Element, name: str) -> int:
-        text = elem.get("core", "1")
-        if not text.isdigit() or int(text) < 1:
-            raise self.fail(f"{name!r}: core={text!r} is not a positive integer")
+    def integer(self, elem: ET.Element, attr: str, default: str, name: str, minimum: int) -> int:
+        text = elem.get(attr, default)
+        if not text.isdigit() or int(text) < minimum:
+            raise self.fail(f"{name!r}: {attr}={text!r} is not an integer >= {minimum}")
         return int(text)
+
+    def refuse_dynamic(self, elem: ET.Element, name: str) -> None:
+        """Availability, state and speed traces change the platform over time: not modelled."""
+        for attr in elem.attrib:
+            if attr.endswith("_file"):
+                raise self.fail(f"<{elem.tag}> {name!r}: attribute {attr!r} (a trace file) is not supported")
 
     def route(self, elem: ET.Element, zone: _Zone) -> None:
         src, dst = self.attr(elem, "src"), self.attr(elem, "dst")
@@ -275,7 +284,7 @@ class _Parser:
         self.where[cid] = zone
         prefix, suffix = self.attr(elem, "prefix"), self.attr(elem, "suffix", "")
         speed = units.speed(self.attr(elem, "speed"), f"cluster {cid!r} speed")
-        cores = self.cores(elem, cid)
+        cores = self.integer(elem, "core", "1", cid, 1)
         bw = units.bandwidth(self.attr(elem, "bw"), f"cluster {cid!r} bw")
         lat = units.duration(self.attr(elem, "lat"), f"cluster {cid!r} lat")
         fat = elem.get("sharing_policy", "SPLITDUPLEX") == "FATPIPE"

@@ -39,9 +39,12 @@ def _prefixed(text: str, what: str, bases: dict[str, float], binary: bool) -> fl
     raise InputError(f"{what}: unknown unit {unit!r} in {text!r}")
 
 
-def speed(text: str, what: str) -> float:
-    """Flop/s; a multi-pstate list ("100Mf,50Mf") gives its first (pstate 0) speed."""
-    return _prefixed(text.split(",")[0], what, {"flops": 1.0, "f": 1.0}, binary=False)
+def speed(text: str, what: str, pstate: int = 0) -> float:
+    """Flop/s; of a multi-pstate list ("100Mf,50Mf") the speed of ``pstate``."""
+    speeds = text.split(",")
+    if not 0 <= pstate < len(speeds):
+        raise InputError(f"{what}: pstate {pstate} does not exist in {text!r}")
+    return _prefixed(speeds[pstate], what, {"flops": 1.0, "f": 1.0}, binary=False)
 
 
 def bandwidth(text: str, what: str) -> float:
