@@ -3,6 +3,7 @@ REP socket playing the decision process."""
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -82,7 +83,6 @@ class Sim:
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
-    import csv
     with open(path, newline="", encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import INPUTS, read_csv, write_json
+
 from hpcjobs.sim import intervals
 
 ZL = str(INPUTS / "zero_latency_platform.xml")

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import INPUTS
+
 from hpcjobs.sim import intervals, units
 from hpcjobs.sim.errors import InputError, ProtocolViolation
 from hpcjobs.sim.platform import parse_platform

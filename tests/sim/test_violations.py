@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import INPUTS, write_json
 
 ZL = str(INPUTS / "zero_latency_platform.xml")

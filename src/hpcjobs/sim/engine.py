@@ -53,8 +53,19 @@ class Options:
 class Job:
     """A submitted job and what became of it."""
 
-    __slots__ = ("spec", "state", "start", "finish", "alloc", "alloc_text", "ret", "metadata",
-                 "execution", "token", "end_state")
+    __slots__ = (
+        "alloc",
+        "alloc_text",
+        "end_state",
+        "execution",
+        "finish",
+        "metadata",
+        "ret",
+        "spec",
+        "start",
+        "state",
+        "token",
+    )
 
     def __init__(self, spec: JobSpec) -> None:
         self.spec = spec

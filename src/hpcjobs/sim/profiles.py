@@ -23,7 +23,7 @@ ProfileLookup = Callable[[str], Profile]
 class Execution:
     """One job's run: its executors' hosts and a per-job cache of leaf durations."""
 
-    __slots__ = ("platform", "hosts", "lookup", "_cache")
+    __slots__ = ("_cache", "hosts", "lookup", "platform")
 
     def __init__(self, platform: Platform, hosts: list[Host], lookup: ProfileLookup) -> None:
         self.platform = platform
