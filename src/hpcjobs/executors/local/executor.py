@@ -92,11 +92,11 @@ class LocalJobExecutor(JobExecutor):
             native_id = f"{link.token}-{next(self._seq)}"
             journal = self._get_journal()
             job_dir = journal.create(native_id)
-            request = self._spawn_request(spec, native_id, job_dir)
+            request = self._spawn_request(spec, job_dir)
             with self._lock:
                 self._jobs[native_id] = [job]
             try:
-                link.send(request)
+                link.spawn(native_id, *request)
             except OSError as e:
                 with self._lock:
                     del self._jobs[native_id]
@@ -118,7 +118,7 @@ class LocalJobExecutor(JobExecutor):
             return
         if link is not None and link.alive and native_id.startswith(link.token + "-"):
             try:
-                link.send(["K", native_id])
+                link.cancel(native_id)
                 return
             except OSError:
                 pass  # the nanny just died: the watcher takes over its jobs
@@ -182,7 +182,7 @@ class LocalJobExecutor(JobExecutor):
                                                 self.config.cancel_grace_period, self._report)
             return self._threads.watcher
 
-    def _spawn_request(self, spec: JobSpec, native_id: str, job_dir: str) -> List[Any]:
+    def _spawn_request(self, spec: JobSpec, job_dir: str) -> tuple[List[str], dict[str, str], str, Optional[str], Optional[str], Optional[str]]:
         env = job_environment(spec.inherit_environment, spec.environment)
         argv = job_argv(spec)
         argv[1:] = [expand(a, env) for a in argv[1:]]
@@ -190,9 +190,8 @@ class LocalJobExecutor(JobExecutor):
         if command != argv:  # a launcher script: give it a place for its files
             env[JOB_DIR_VARIABLE] = job_dir
         cwd = os.path.expanduser(spec.directory) if spec.directory else os.getcwd()
-        return ["S", native_id, command, env, cwd,
-                _path(spec.stdin_path, cwd), _path(spec.stdout_path, cwd),
-                _path(spec.stderr_path, cwd)]
+        return (command, env, cwd, _path(spec.stdin_path, cwd), _path(spec.stdout_path, cwd),
+                _path(spec.stderr_path, cwd))
 
     def _on_nanny_event(self, event: Optional[List[Any]]) -> None:
         """Reader thread: one event from our nanny (None: the nanny died)."""

@@ -55,6 +55,7 @@ class NannyLink:
                                   transient=True)
         _, self.pid, self.ticks = json.loads(first)
         self._send_lock = threading.Lock()
+        self._last_env: Optional[dict[str, str]] = None
         self._wake_r, self._wake_w = os.pipe()
         self.alive = True
         ref: Callable[[], Optional[Handler]]
@@ -63,13 +64,24 @@ class NannyLink:
                                         daemon=True)
         self._thread.start()
 
-    def send(self, request: list[Any]) -> None:
-        """Send one request; raises OSError if the nanny is gone."""
-        line = json.dumps(request).encode() + b"\n"
+    def spawn(self, native_id: str, argv: list[str], env: dict[str, str], cwd: str,
+              stdin: Optional[str], stdout: Optional[str], stderr: Optional[str]) -> None:
+        """Ask the nanny to start a job; raises OSError if the nanny is gone."""
         with self._send_lock:
-            view = memoryview(line)
-            while view:
-                view = view[os.write(self._requests, view):]
+            # most jobs share one environment: send it only when it changes
+            same = env == self._last_env
+            self._last_env = env
+            self._write(["S", native_id, argv, None if same else env, cwd, stdin, stdout, stderr])
+
+    def cancel(self, native_id: str) -> None:
+        """Ask the nanny to cancel a job; raises OSError if the nanny is gone."""
+        with self._send_lock:
+            self._write(["K", native_id])
+
+    def _write(self, request: list[Any]) -> None:
+        view = memoryview(json.dumps(request).encode() + b"\n")
+        while view:
+            view = view[os.write(self._requests, view):]
 
     def close(self) -> None:
         """Stop reading and let the nanny go: it finishes its jobs, then exits."""

@@ -7,7 +7,8 @@ grandchild that init adopts, so nobody has to reap it). The nanny reads one JSON
 per line on stdin, reports one JSON event per line on stdout, and writes each job's
 records into the job's own directory, where any process can read them:
 
-    requests   ["S", id, argv, env, cwd, stdin, stdout, stderr]   spawn a job
+    requests   ["S", id, argv, env, cwd, stdin, stdout, stderr]   spawn a job (env null:
+                                                                  the previous request's)
                ["K", id]                                          cancel a job
     events     ["N", nanny_pid, start_ticks]                      first line: who I am
                ["S", id, pid, time]                               started
@@ -51,10 +52,15 @@ def start_ticks(pid: int) -> Optional[int]:
     field 22), which with the pid identifies a process across pid reuse; None if
     there is no such process (or no ``/proc``)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
     except OSError:
         return None
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     # field 2 (comm) is in parentheses and may itself contain ") ": split after the last
     return int(data[data.rindex(b")") + 2:].split()[19])
 
@@ -105,15 +111,25 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _open(field: str, path: Optional[str], flags: int) -> int:
+def _open(field: str, path: str, flags: int) -> int:
     try:
-        return os.open(path or os.devnull, flags, 0o666)
+        return os.open(path, flags, 0o666)
     except OSError as e:
         raise _SpawnError(f"cannot open JobSpec.{field} {path!r}: {e.strerror}") from None
 
 
 class _SpawnError(Exception):
     pass
+
+
+def _adopt_environment(env: dict[str, str]) -> None:
+    # change only what differs: jobs that differ by a variable or two stay cheap
+    current = os.environ
+    for name in [name for name in current if name not in env]:
+        del current[name]
+    for name, value in env.items():
+        if current.get(name) != value:
+            current[name] = value
 
 
 class Nanny:
@@ -129,6 +145,8 @@ class Nanny:
         self.canceled: set[str] = set()
         self.kills: list[tuple[float, int, str]] = []  # (deadline, pid, id): SIGKILL due
         self.pending: list[bytes] = []
+        # unset streams read from / write to /dev/null (psij-python's choice too)
+        self.devnull = os.open(os.devnull, os.O_RDWR)
 
     def report(self, *event: Any) -> None:
         if self.events is not None:
@@ -183,23 +201,34 @@ class Nanny:
         elif request[0] == "K":
             self.cancel(request[1])
 
-    def spawn(self, job_id: str, argv: list[str], env: dict[str, str], cwd: str,
+    def spawn(self, job_id: str, argv: list[str], env: Optional[dict[str, str]], cwd: str,
               stdin: Optional[str], stdout: Optional[str], stderr: Optional[str]) -> None:
-        fds: list[int] = []
+        if env is not None:
+            # The job's environment becomes ours, so the child simply inherits it:
+            # successive jobs usually share one environment, and this spares converting
+            # it for every spawn (the nanny itself reads no environment variable).
+            _adopt_environment(env)
+        opened: list[int] = []
         try:
-            fds.append(_open("stdin_path", stdin, os.O_RDONLY))
+            fds = [self.devnull] * 3
+            if stdin is not None:
+                fds[0] = _open("stdin_path", stdin, os.O_RDONLY)
+                opened.append(fds[0])
             out_flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-            fds.append(_open("stdout_path", stdout, out_flags))
+            if stdout is not None:
+                fds[1] = _open("stdout_path", stdout, out_flags)
+                opened.append(fds[1])
             if stderr is not None and stderr == stdout:
-                fds.append(fds[1])  # one file, one offset: the two streams interleave
-            else:
-                fds.append(_open("stderr_path", stderr, out_flags))
+                fds[2] = fds[1]  # one file, one offset: the two streams interleave
+            elif stderr is not None:
+                fds[2] = _open("stderr_path", stderr, out_flags)
+                opened.append(fds[2])
             try:
                 # start_new_session: the job leads its own process group, so a cancel
                 # reaches everything it started; restore_signals (the default) gives
                 # it the default SIGPIPE disposition that Python changed for itself
                 p = subprocess.Popen(argv, stdin=fds[0], stdout=fds[1], stderr=fds[2],
-                                     cwd=cwd, env=env, start_new_session=True)
+                                     cwd=cwd, start_new_session=True)
             except OSError as e:
                 what = e.filename if e.filename is not None else argv[0]
                 raise _SpawnError(f"could not start the job: {e.strerror}: {what!r}") from None
@@ -207,7 +236,7 @@ class Nanny:
             self.report("E", job_id, str(e))
             return
         finally:
-            for fd in set(fds):
+            for fd in opened:
                 os.close(fd)
         self.running[p.pid] = (job_id, p)
         self.pids[job_id] = p.pid
