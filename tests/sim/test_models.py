@@ -23,7 +23,7 @@ def test_interval_sets(text: str, ids: list[int], canonical: str) -> None:
     assert intervals.format_ids(ids) == canonical
 
 
-@pytest.mark.parametrize("text", ["", "a", "3-1", "-1", "1-x"])
+@pytest.mark.parametrize("text", ["", "a", "3-1", "-1", "1-x", "+2", "\u0663", "1-", "1--2"])
 def test_bad_interval_sets(text: str) -> None:
     with pytest.raises(ProtocolViolation):
         intervals.parse(text)

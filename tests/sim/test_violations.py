@@ -68,6 +68,9 @@ CASES: dict[str, tuple[list[Reply], str, tuple[str, ...], list[dict[str, Any]] |
     "non-existent resource": (
         [at_now(), at_now(("EXECUTE_JOB", {"job_id": "w0!a", "alloc": "2-7"}))], "resource 4 does not exist", (),
         ONE_JOB),
+    "absurd range": (
+        [at_now(), at_now(("EXECUTE_JOB", {"job_id": "w0!a", "alloc": "0-999999999999"}))],
+        "resource 4 does not exist", (), ONE_JOB),
     "executing twice": (
         [at_now(), at_now(("EXECUTE_JOB", {"job_id": "w0!a", "alloc": "0"}),
                           ("EXECUTE_JOB", {"job_id": "w0!a", "alloc": "1"}))], "it is RUNNING", (), ONE_JOB),

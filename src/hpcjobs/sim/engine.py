@@ -345,12 +345,8 @@ class Engine:
         alloc_text = data.get("alloc")
         if not isinstance(alloc_text, str):
             raise ProtocolViolation(f"EXECUTE_JOB {jid!r}: 'alloc' is missing or not a string")
-        alloc = intervals.parse(alloc_text, f"EXECUTE_JOB {jid!r} alloc")
-        nb = len(self._busy)
+        alloc = intervals.parse(alloc_text, f"EXECUTE_JOB {jid!r} alloc", len(self._busy))
         for res in alloc:
-            if res >= nb:
-                raise ProtocolViolation(f"EXECUTE_JOB {jid!r}: resource {res} does not exist "
-                                        f"(the platform has compute resources 0-{nb - 1})")
             other = self._busy[res]
             if other is not None:
                 raise ProtocolViolation(f"EXECUTE_JOB {jid!r}: resource {res} is busy with job "

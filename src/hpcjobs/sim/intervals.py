@@ -7,22 +7,33 @@ from collections.abc import Iterable
 from .errors import ProtocolViolation
 
 
-def parse(text: str, what: str = "interval set") -> list[int]:
-    """Parse ``"0 2-4"`` into ``[0, 2, 3, 4]`` (sorted, without duplicates)."""
+def parse(text: str, what: str = "interval set", limit: int | None = None) -> list[int]:
+    """Parse ``"0 2-4"`` into ``[0, 2, 3, 4]`` (sorted, without duplicates); with ``limit``,
+    ids must be below it (checked per range, so "0-999999999" cannot exhaust memory)."""
     ids: set[int] = set()
     for part in text.split():
+        if part.isascii() and part.isdigit():  # fast path: schedulers often list single ids
+            first = last = int(part)
+            _check_limit(what, first, last, limit)
+            ids.add(first)
+            continue
         lo, sep, hi = part.partition("-")
-        try:
-            first = int(lo)
-            last = int(hi) if sep else first
-        except ValueError:
-            raise ProtocolViolation(f"invalid {what} {text!r}: {part!r} is not an integer or a range a-b") from None
-        if first < 0 or last < first:
+        if not (sep and lo.isascii() and lo.isdigit() and hi.isascii() and hi.isdigit()):
+            raise ProtocolViolation(f"invalid {what} {text!r}: {part!r} is not an integer or a range a-b")
+        first, last = int(lo), int(hi)
+        if last < first:
             raise ProtocolViolation(f"invalid {what} {text!r}: bad range {part!r}")
+        _check_limit(what, first, last, limit)
         ids.update(range(first, last + 1))
     if not ids:
         raise ProtocolViolation(f"invalid {what} {text!r}: empty")
     return sorted(ids)
+
+
+def _check_limit(what: str, first: int, last: int, limit: int | None) -> None:
+    if limit is not None and last >= limit:
+        raise ProtocolViolation(f"{what}: resource {max(first, limit)} does not exist "
+                                f"(the platform has compute resources 0-{limit - 1})")
 
 
 def format_ids(ids: Iterable[int]) -> str:
