@@ -12,7 +12,7 @@ from hpcjobs.sim import intervals, units
 from hpcjobs.sim.errors import InputError, ProtocolViolation
 from hpcjobs.sim.platform import parse_platform
 from hpcjobs.sim.profiles import Execution
-from hpcjobs.sim.workload import make_profile
+from hpcjobs.sim.workload import check_composed, make_profile
 
 
 @pytest.mark.parametrize("text, ids, canonical", [
@@ -90,3 +90,21 @@ def test_platform_refuses_unsupported_routing(tmp_path: Path) -> None:
     path.write_text('<platform version="4.1"><zone id="z" routing="Floyd"/></platform>')
     with pytest.raises(InputError, match="routing 'Floyd' is not supported"):
         parse_platform(str(path))
+
+
+def test_composed_profiles_without_loops() -> None:
+    """A huge ``repeat`` costs nothing; a kill inside a later repetition reports the
+    unrolled step index; a profile containing itself is refused."""
+    platform = parse_platform(str(INPUTS / "zero_latency_platform.xml"))
+    profiles = {"d1": make_profile("d1", {"type": "delay", "delay": 1}, InputError, "t"),
+                "d2": make_profile("d2", {"type": "delay", "delay": 2}, InputError, "t")}
+    profiles["s"] = make_profile("s", {"type": "composed", "repeat": 10**12, "seq": ["d1", "d2"]}, InputError, "t")
+    run = Execution(platform, platform.compute[:1], profiles.__getitem__)
+    assert run.run(profiles["s"]) == (3.0 * 10**12, 0)
+    assert run.progress(profiles["s"], 7.5) == {
+        "profile": "s", "current_task_index": 5, "current_task": {"profile": "d2", "progress": 0.25}}
+    loop = {"a": make_profile("a", {"type": "composed", "seq": ["b"]}, InputError, "t"),
+            "b": make_profile("b", {"type": "composed", "seq": ["d", "a"]}, InputError, "t"),
+            "d": profiles["d1"]}
+    with pytest.raises(InputError, match=r"contains itself \(a -> b -> a\)"):
+        check_composed(loop, InputError, "t")

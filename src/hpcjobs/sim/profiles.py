@@ -37,14 +37,14 @@ class Execution:
             return profile.delay, profile.ret
         if profile.kind != "composed":
             return self.leaf_duration(profile), profile.ret
-        total = 0.0
-        for _ in range(profile.repeat):
-            for name in profile.seq:
-                duration, ret = self.run(self.lookup(name))
-                total += duration
-                if ret != 0:
-                    return total, ret
-        return total, profile.ret
+        once = 0.0
+        for name in profile.seq:
+            duration, ret = self.run(self.lookup(name))
+            once += duration
+            if ret != 0:
+                return once, ret
+        # every repetition is the same run: no loop over `repeat` (it may be huge)
+        return once * profile.repeat, profile.ret
 
     def progress(self, profile: Profile, elapsed: float) -> dict[str, Any]:
         """Batsim's ``job_progress`` object after ``elapsed`` seconds (killed job)."""
@@ -52,18 +52,16 @@ class Execution:
             duration = self.run(profile)[0]
             done = elapsed / duration if duration > 0 else 0.0
             return {"profile": profile.name, "progress": min(max(done, 0.0), 1.0)}
-        index = 0
-        for _ in range(profile.repeat):
-            for name in profile.seq:
-                sub = self.lookup(name)
-                duration = self.run(sub)[0]
-                if elapsed < duration:
-                    return {"profile": profile.name, "current_task_index": index,
-                            "current_task": self.progress(sub, elapsed)}
-                elapsed -= duration
-                index += 1
-        return {"profile": profile.name, "current_task_index": index - 1,
-                "current_task": {"profile": profile.seq[-1], "progress": 1.0}}
+        steps = [(name, self.run(self.lookup(name))[0]) for name in profile.seq]
+        once = sum(duration for _, duration in steps)
+        rounds = min(int(elapsed // once), profile.repeat - 1) if once > 0 else 0
+        elapsed -= rounds * once
+        for index, (name, duration) in enumerate(steps):
+            if elapsed < duration or index == len(steps) - 1:
+                return {"profile": profile.name, "current_task_index": rounds * len(steps) + index,
+                        "current_task": self.progress(self.lookup(name), elapsed)}
+            elapsed -= duration
+        raise AssertionError("unreachable: a composed profile has at least one step")
 
     def leaf_duration(self, profile: Profile) -> float:
         if self._cache is None:

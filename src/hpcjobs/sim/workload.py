@@ -142,11 +142,26 @@ class Workload:
 
 
 def check_composed(profiles: dict[str, Profile], error: type[SimError], where: str) -> None:
-    """Every profile named in a composed profile's ``seq`` must exist in the same workload."""
+    """Every profile named in a composed profile's ``seq`` must exist in the same workload,
+    and no composed profile may contain itself (it would never end)."""
     for prof in profiles.values():
         for sub in prof.seq:
             if sub not in profiles:
                 raise error(f"{where}: composed profile {prof.name!r} uses unknown profile {sub!r}")
+    done: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name in path:
+            cycle = " -> ".join(path[path.index(name):] + (name,))
+            raise error(f"{where}: composed profile {name!r} contains itself ({cycle})")
+        if name in done:
+            return
+        for sub in profiles[name].seq:
+            visit(sub, path + (name,))
+        done.add(name)
+
+    for name in profiles:
+        visit(name, ())
 
 
 def parse_workload(path: str, name: str, nb_compute: int) -> Workload:
