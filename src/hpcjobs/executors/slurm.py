@@ -76,6 +76,7 @@ _OPTION = re.compile(r"[a-z][a-z0-9-]*\Z")
 _RESERVED = {"output", "error", "input", "parsable", "wrap", "array", "wait", "chdir",
              "export-file", "test-only", "help", "usage", "version"}
 _REASON_NONE = {"None", "", "(null)"}
+_MAY_NOT_HAVE_RUN = {"CANCELLED", "DEADLINE", "BOOT_FAIL", "REVOKED"}
 
 
 class SlurmJobExecutor(BatchSchedulerExecutor):
@@ -86,7 +87,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._retention: Optional[float] = None
+        self._config: Optional[dict[str, float]] = None
 
     # -- the script ---------------------------------------------------------------------
     def _validate(self, spec: JobSpec) -> None:
@@ -233,19 +234,31 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
         return [line.strip() for line in result.stdout.splitlines() if line.strip()]
 
     def _retention_time(self) -> float:
-        """Slurm's MinJobAge (``scontrol show config``), read once; 300 s if unreadable."""
-        if self._retention is None:
-            self._retention = 300.0
+        """Slurm's MinJobAge: how long squeue shows finished jobs."""
+        return self._slurm_config()["MinJobAge"]
+
+    def _record_grace(self) -> float:
+        # Slurm's KillWait: between the SIGTERM and the SIGKILL of a cancelled or timed
+        # out job (https://slurm.schedmd.com/slurm.conf.html#OPT_KillWait), plus margin
+        return self._slurm_config()["KillWait"] + 5.0
+
+    def _slurm_config(self) -> dict[str, float]:
+        """MinJobAge and KillWait from ``scontrol show config``, read once (Slurm's
+        defaults, 300 s and 30 s, if it cannot be read)."""
+        if self._config is None:
+            config = {"MinJobAge": 300.0, "KillWait": 30.0}
             try:
                 out = commands.run(["scontrol", "show", "config"],
                                    timeout=self.config.command_timeout).stdout
-                m = re.search(r"^MinJobAge\s*=\s*(\d+)", out, re.MULTILINE)
-                if m:
-                    self._retention = float(m.group(1))
             except CommandError as e:
-                log.warning("cannot read Slurm's MinJobAge (assuming 300 s): %s", e)
-        return self._retention
-
+                log.warning("cannot read Slurm's configuration (assuming %s): %s", config, e)
+                out = ""
+            for key in config:
+                m = re.search(rf"^{key}\s*=\s*(\d+)", out, re.MULTILINE)
+                if m:
+                    config[key] = float(m.group(1))
+            self._config = config
+        return self._config
 
 def _native(native_id: str, state: str, reason: str, exit_code: Optional[int]) -> NativeStatus:
     """A Slurm record in PSI/J terms, with the message for every kind of ending."""
@@ -255,14 +268,17 @@ def _native(native_id: str, state: str, reason: str, exit_code: Optional[int]) -
     ns = NativeStatus(native_id, native_state, psij_state, metadata={"native_state": native_state})
     if psij_state is None or not psij_state.final:
         return ns
-    ns.exit_code = 0 if psij_state is JobState.COMPLETED else exit_code
     if psij_state is JobState.COMPLETED:
+        ns.exit_code = 0
         return ns
+    # these can end a job that never ran: Slurm's "0:0" then is no exit status at all
+    if native_state not in _MAY_NOT_HAVE_RUN:
+        ns.exit_code = exit_code
     parts = [why or native_state.lower()]
     if native_state == "CANCELLED" and len(words) >= 3 and words[1] == "by":
         parts[0] = f"cancelled by {_user(words[2])}"
-    if exit_code is not None and native_state != "CANCELLED":
-        parts.append(describe_exit(exit_code))
+    if ns.exit_code is not None:
+        parts.append(describe_exit(ns.exit_code))
     if reason not in _REASON_NONE:
         parts.append(f"reason {reason}")
     ns.message = f"{'; '.join(parts)} (Slurm state {native_state})"

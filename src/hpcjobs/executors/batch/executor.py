@@ -75,7 +75,7 @@ class _Tracked:
     follow it: the submitted one and attached copies)."""
 
     __slots__ = ("native_id", "jobs", "job_dir", "started", "exit_mtime", "term",
-                 "missing_since", "asked_accounting", "warned")
+                 "ended", "missing_since", "asked_accounting", "warned")
 
     def __init__(self, native_id: str, job: Job, job_dir: Optional[JobDir]) -> None:
         self.native_id = native_id
@@ -84,6 +84,8 @@ class _Tracked:
         self.started = False
         self.exit_mtime: Optional[float] = None
         self.term: Optional[ExitRecord] = None  # SIGTERM caught: ask the scheduler why
+        # the scheduler's final word while the script may still be writing its record
+        self.ended: Optional[tuple[float, NativeStatus]] = None
         self.missing_since: Optional[float] = None
         self.asked_accounting = False
         self.warned: set[str] = set()
@@ -148,6 +150,12 @@ class BatchSchedulerExecutor(JobExecutor):
     @abstractmethod
     def _retention_time(self) -> float:
         """Seconds the scheduler keeps finished jobs in its status command's output."""
+
+    def _record_grace(self) -> float:
+        """Seconds a job's script may still need, once the scheduler says the job ended,
+        to write its exit record (the scheduler's delay between SIGTERM and SIGKILL plus
+        file-system lag)."""
+        return 10.0
 
     @abstractmethod
     def _check_native_id(self, native_id: str) -> None:
@@ -299,6 +307,9 @@ class BatchSchedulerExecutor(JobExecutor):
         log.debug("%s job %s: script caught SIG%s; asking the scheduler why",
                   self.name, t.native_id, record.caught)
         t.term = record
+        if t.ended is not None:  # the scheduler already said how it ended
+            self._report(t, self._final_status(t, t.ended[1]), ran=True)
+            return True
         with self._lock:
             self._next_query = min(self._next_query, time.monotonic())
         return False
@@ -331,7 +342,7 @@ class BatchSchedulerExecutor(JobExecutor):
         if finals:
             self._describe_final([ns for _, ns in finals])
             for t, ns in finals:
-                self._apply_final(t, ns)
+                urgent = not self._apply_final(t, ns) or urgent
         if missing:
             urgent = self._vanished(missing) or urgent
         with self._lock:
@@ -360,11 +371,23 @@ class BatchSchedulerExecutor(JobExecutor):
             t.started = True
         self._report(t, ns.status(), refresh=True)
 
-    def _apply_final(self, t: _Tracked, ns: NativeStatus) -> None:
-        """The scheduler says the job ended; the job's own files, if any, say more."""
-        if t.job_dir is not None and t.term is None and self._check_files(t):
-            return
+    def _apply_final(self, t: _Tracked, ns: NativeStatus) -> bool:
+        """The scheduler says the job ended; the job's own files, if any, say more.
+        False if the job's script may still be writing its exit record (ask again)."""
+        if t.job_dir is not None and t.term is None:
+            if self._check_files(t):
+                return True
+            if ns.state is not JobState.COMPLETED and (t.started or t.job_dir.started()):
+                # Slurm marks a cancelled job CANCELLED at once, while its script is
+                # still handling the SIGTERM: give the record time to appear
+                now = time.monotonic()
+                if t.ended is None:
+                    t.ended = (now, ns)
+                if now - t.ended[0] < self._record_grace():
+                    t.ended = (t.ended[0], ns)
+                    return False
         self._report(t, self._final_status(t, ns), ran=t.started)
+        return True
 
     def _final_status(self, t: _Tracked, ns: NativeStatus) -> JobStatus:
         if t.term is not None:
