@@ -153,3 +153,12 @@ def test_bad_platform(start_sim: Any, tmp_path: Path) -> None:
     sim = start_sim(["-p", str(platform)])
     code, err = sim.finish()
     assert code == 1 and "unsupported element <disk>" in err, err
+
+
+def test_non_finite_numbers_in_a_workload_are_refused(start_sim: Any, tmp_path: Path) -> None:
+    path = tmp_path / "wl.json"
+    path.write_text('{"nb_res": 1, "jobs": [{"id": 1, "subtime": NaN, "res": 1, "profile": "d"}],'
+                    ' "profiles": {"d": {"type": "delay", "delay": 1}}}')
+    sim = start_sim(["-p", ZL, "-w", str(path)])
+    code, err = sim.finish()
+    assert code == 1 and "invalid or missing 'subtime' (nan)" in err, err

@@ -14,6 +14,7 @@ Batsim's timing rules this engine reproduces (fixtures/batsim-4.2.1, docs/sim.md
 from __future__ import annotations
 
 import heapq
+import math
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -422,7 +423,7 @@ class Engine:
 
     def _call_me_later(self, data: dict[str, Any]) -> None:
         when = data.get("timestamp")
-        if not isinstance(when, (int, float)) or isinstance(when, bool):
+        if not isinstance(when, (int, float)) or isinstance(when, bool) or not math.isfinite(when):
             raise ProtocolViolation(f"CALL_ME_LATER: 'timestamp' is missing or not a number ({when!r})")
         if when < self.now:
             raise ProtocolViolation(f"CALL_ME_LATER: timestamp {when} is in the past (now is {self.now})")

@@ -7,6 +7,7 @@ process's REGISTER_PROFILE / REGISTER_JOB (ProtocolViolation).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,8 @@ PROFILE_TYPES = SIMPLE_TYPES + ("composed",)
 
 
 def _number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    # json accepts NaN and Infinity: no duration, size or time may be either
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +115,7 @@ def make_job(raw: object, workload: str, error: type[SimError], where: str,
     subtime = raw.get("subtime")
     if subtime is None and not subtime_required:
         subtime = 0.0
-    if not isinstance(subtime, (int, float)) or isinstance(subtime, bool) or subtime < 0:
+    if not _number(subtime) or subtime < 0:  # type: ignore[operator]
         raise fail(f"has an invalid or missing 'subtime' ({subtime!r})")
     res = raw.get("res")
     if not isinstance(res, int) or isinstance(res, bool) or res < 1:
@@ -122,7 +124,7 @@ def make_job(raw: object, workload: str, error: type[SimError], where: str,
     if not isinstance(profile, str):
         raise fail(f"has an invalid or missing 'profile' ({profile!r})")
     walltime = raw.get("walltime", -1)
-    if not isinstance(walltime, (int, float)) or isinstance(walltime, bool) or (walltime <= 0 and walltime != -1):
+    if not _number(walltime) or (walltime <= 0 and walltime != -1):
         raise fail(f"has an invalid 'walltime' ({walltime!r}): need a number > 0, or -1 for none")
     echoed = raw  # ours (freshly parsed): no copy, 100k-job workloads must stay small
     echoed["id"] = full
