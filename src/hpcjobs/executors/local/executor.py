@@ -83,6 +83,7 @@ class LocalJobExecutor(JobExecutor):
         self._jobs: dict[str, list[Job]] = {}
         self._seq = itertools.count(1)
         self._threads = _Threads()
+        self._environ: tuple[Optional[dict[bytes, bytes]], dict[str, str]] = (None, {})
         self._threads_finalizer = weakref.finalize(self, self._threads.stop)
 
     # -- the API ------------------------------------------------------------------------
@@ -183,15 +184,30 @@ class LocalJobExecutor(JobExecutor):
             return self._threads.watcher
 
     def _spawn_request(self, spec: JobSpec, job_dir: str) -> tuple[List[str], dict[str, str], str, Optional[str], Optional[str], Optional[str]]:
-        env = job_environment(spec.inherit_environment, spec.environment)
+        env = self._environment(spec)
         argv = job_argv(spec)
         argv[1:] = [expand(a, env) for a in argv[1:]]
         command = self._launcher(spec).get_launch_command(spec, argv)
         if command != argv:  # a launcher script: give it a place for its files
-            env[JOB_DIR_VARIABLE] = job_dir
+            env = {**env, JOB_DIR_VARIABLE: job_dir}
         cwd = os.path.expanduser(spec.directory) if spec.directory else os.getcwd()
         return (command, env, cwd, _path(spec.stdin_path, cwd), _path(spec.stdout_path, cwd),
                 _path(spec.stderr_path, cwd))
+
+    def _environment(self, spec: JobSpec) -> dict[str, str]:
+        """The job's environment; the common case (inherited, no overrides) reuses one
+        dict while ``os.environ`` is unchanged: decoding it costs more than a spawn's
+        share of the nanny's work (and an unchanged dict is not even resent)."""
+        if not spec.inherit_environment or spec.environment:
+            return job_environment(spec.inherit_environment, spec.environment)
+        # os.environ keeps the bytes it hands to putenv in _data (CPython); comparing
+        # that is a C-level dict comparison. Elsewhere, decode every time.
+        data: Optional[dict[bytes, bytes]] = getattr(os.environ, "_data", None)
+        cached_data, cached = self._environ
+        if data is None or data != cached_data:
+            cached = job_environment(True, None)
+            self._environ = (None if data is None else dict(data), cached)
+        return cached
 
     def _on_nanny_event(self, event: Optional[List[Any]]) -> None:
         """Reader thread: one event from our nanny (None: the nanny died)."""

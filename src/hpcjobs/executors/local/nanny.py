@@ -145,6 +145,7 @@ class Nanny:
         self.canceled: set[str] = set()
         self.kills: list[tuple[float, int, str]] = []  # (deadline, pid, id): SIGKILL due
         self.pending: list[bytes] = []
+        self.unrecorded: list[str] = []  # started jobs without a pid record yet
         # unset streams read from / write to /dev/null (psij-python's choice too)
         self.devnull = os.open(os.devnull, os.O_RDWR)
 
@@ -174,7 +175,11 @@ class Nanny:
         partial = b""
         while client_open or self.running:
             timeout = max(0.0, self.kills[0][0] - time.monotonic()) if self.kills else None
-            for key, _ in sel.select(timeout):
+            ready = sel.select(0) if self.unrecorded else []
+            if not ready:
+                self.record_pids()
+                ready = sel.select(timeout)
+            for key, _ in ready:
                 if key.fd == wake_r:
                     while True:
                         try:
@@ -240,10 +245,22 @@ class Nanny:
                 os.close(fd)
         self.running[p.pid] = (job_id, p)
         self.pids[job_id] = p.pid
-        now = time.time()
-        write_record(os.path.join(self.jobs_dir, job_id, PID_FILE),
-                     f"{p.pid} {start_ticks(p.pid)}\n")
-        self.report("S", job_id, p.pid, now)
+        self.unrecorded.append(job_id)
+        self.report("S", job_id, p.pid, time.time())
+
+    def record_pids(self) -> None:
+        """Write the pid records of the jobs started since the last call that still run.
+
+        Done when there is nothing else to do: a short job has ended (and has its exit
+        record) by then, so it never costs a record and a /proc read; until its record
+        exists, another process attaching sees the job as not yet started.
+        """
+        for job_id in self.unrecorded:
+            pid = self.pids.get(job_id)
+            if pid is not None:
+                write_record(os.path.join(self.jobs_dir, job_id, PID_FILE),
+                             f"{pid} {start_ticks(pid)}\n")
+        self.unrecorded.clear()
 
     def cancel(self, job_id: str) -> None:
         pid = self.pids.get(job_id)
