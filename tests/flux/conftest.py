@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from flux_transcripts import DOUBLE_PATH
 
 if TYPE_CHECKING:
     from hpcjobs import JobExecutor
 
-DOUBLE_PATH = str(Path(__file__).resolve().parent.parent / "flux_double")
 
 if DOUBLE_PATH not in sys.path:
     sys.path.insert(0, DOUBLE_PATH)

@@ -1,7 +1,9 @@
-"""Readers for the recorded flux-core 0.88 transcripts in /work/shared/fixtures/flux-0.88.
+"""Readers for the recorded flux-core 0.88 transcripts in /work/shared/fixtures/flux-0.88,
+and where the bindings test double built from them lives.
 
 Both the double's fidelity tests and the executor's per-transcript tests compare what
-they see with these recordings.
+they see with these recordings. (A uniquely named module: tests cannot import from
+``conftest``, several test directories have one.)
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 FIXTURES = Path("/work/shared/fixtures/flux-0.88")
+#: the directory to put on sys.path so that ``import flux`` finds the test double
+DOUBLE_PATH = str(Path(__file__).resolve().parent.parent / "flux_double")
 
 Event = tuple[str, dict[str, Any]]
 

@@ -23,7 +23,7 @@ import flux
 import flux.double
 import flux.job
 import pytest
-from conftest import DOUBLE_PATH
+from flux_transcripts import DOUBLE_PATH
 
 from hpcjobs import (
     InvalidJobException,
@@ -235,7 +235,7 @@ def test_many_jobs_one_watcher(executor: JobExecutor) -> None:
         status = job.wait(timeout=WAIT)
         assert status is not None and status.exit_code == i % 3
     watchers = [t.name for t in threading.enumerate() if t.name.startswith("hpcjobs-flux-")]
-    assert len(watchers) == 1 and watchers[0].endswith("-journal")
+    assert len(watchers) == 1 and watchers[0].endswith("-events")
 
 
 def test_list_active_jobs(executor: JobExecutor) -> None:
@@ -516,7 +516,7 @@ def test_default_url_is_flux_uri(flux_uri: str) -> None:
 def test_close_ends_the_watcher(flux_uri: str) -> None:
     ex = JobExecutor.get_instance("flux", url=flux_uri)
     run(ex, JobSpec("/bin/true"))
-    name = next(t.name for t in threading.enumerate() if t.name.endswith("-journal")
+    name = next(t.name for t in threading.enumerate() if t.name.endswith("-events")
                 and t.name.startswith("hpcjobs-flux-"))
     ex.close()
     assert name not in [t.name for t in threading.enumerate()]
@@ -527,7 +527,41 @@ def test_forgotten_executor_ends_its_watcher(flux_uri: str) -> None:
     ex: JobExecutor | None = JobExecutor.get_instance("flux", url=flux_uri)
     assert ex is not None
     run(ex, JobSpec("/bin/true"))
-    name = f"hpcjobs-flux-{ex._instance}-journal"
+    name = f"hpcjobs-flux-{ex._instance}-events"
     del ex
     gc.collect()
     eventually(lambda: name not in [t.name for t in threading.enumerate()])
+
+
+def test_guest_of_a_system_instance(tmp_path: Path) -> None:
+    """The journal is for the instance owner only (flux-core job-manager/journal.c):
+    a guest's executor watches each job's eventlog instead, on the same one thread."""
+    uri = flux.double.start_instance(cores=2, owner=False)
+    ex = JobExecutor.get_instance("flux", url=uri)
+    try:
+        jobs = [Job(sh(f"exit {i}")) for i in range(3)]
+        for job in jobs:
+            ex.submit(job)
+        for i, job in enumerate(jobs):
+            status = job.wait(timeout=WAIT)
+            assert status is not None and status.exit_code == i
+        sleeper = Job(JobSpec("/bin/sleep", ["300"]))
+        states = recorded(sleeper)
+        ex.submit(sleeper)
+        sleeper.wait(timeout=WAIT, target_states=JobState.ACTIVE)
+        twin = Job()
+        ex.attach(twin, sleeper.native_id)
+        sleeper.cancel()
+        for job in (sleeper, twin):
+            status = job.wait(timeout=WAIT)
+            assert status is not None and (status.state, status.exit_code) == (
+                JobState.CANCELED, -15)
+        eventually(lambda: len(states) == 3)
+        assert states == [JobState.QUEUED, JobState.ACTIVE, JobState.CANCELED]
+        watchers = [t.name for t in threading.enumerate()
+                    if t.name.startswith(f"hpcjobs-flux-{ex._instance}-")]
+        assert sorted(watchers) == [f"hpcjobs-flux-{ex._instance}-callbacks",
+                                    f"hpcjobs-flux-{ex._instance}-events"]
+    finally:
+        ex.close()
+        flux.double.stop_instance(uri)

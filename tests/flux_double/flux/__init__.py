@@ -15,7 +15,8 @@ import errno
 import os
 import queue
 import threading
-from typing import Any, Optional
+import time
+from typing import Any, Callable
 
 from flux.future import Future
 
@@ -38,6 +39,8 @@ class Flux:
         self._ready: queue.Queue[Future] = queue.Queue()
         self._armed = 0
         self._lock = threading.Lock()
+        self._stopped = False
+        self.timers: list[TimerWatcher] = []
 
     def attr_get(self, name: str) -> str:
         """Broker attributes seen in basics.txt (size 1, rank 0, version 0.88.0)."""
@@ -69,13 +72,66 @@ class Flux:
         """Queue one callback invocation of ``future`` for ``reactor_run``."""
         self._ready.put(future)
 
+    def timer_watcher_create(self, after: float, callback: Callable[..., None],
+                             repeat: float = 0.0, args: Any = None) -> TimerWatcher:
+        """A timer, called as ``callback(handle, watcher, revents, args)``."""
+        return TimerWatcher(self, after, callback, repeat, args)
+
+    def reactor_stop(self) -> None:
+        """Make ``reactor_run`` return (called from a callback of this reactor)."""
+        self._stopped = True
+
     def reactor_run(self) -> int:
-        """Run ``then()`` callbacks until no future is armed any more (async.txt)."""
-        while True:
+        """Run ``then()`` callbacks and timers until none is active any more (async.txt)
+        or ``reactor_stop()``."""
+        self._stopped = False
+        while not self._stopped:
             with self._lock:
-                if self._armed <= 0:
+                timers = [t for t in self.timers if t.active]
+                if self._armed <= 0 and not timers:
                     return 0
-            self._ready.get().fire()
+            due = min((t.due for t in timers), default=None)
+            try:
+                future = self._ready.get(
+                    timeout=None if due is None else max(due - time.monotonic(), 0.0))
+                future.fire()
+            except queue.Empty:
+                pass
+            for timer in timers:
+                if timer.active and timer.due <= time.monotonic() and not self._stopped:
+                    timer.fire()
+        return 0
+
+
+class TimerWatcher:
+    """``flux.core.watchers.TimerWatcher``: ``start()``/``stop()``; fires after
+    ``after`` seconds, then every ``repeat`` seconds if ``repeat`` > 0."""
+
+    def __init__(self, handle: Flux, after: float, callback: Callable[..., None],
+                 repeat: float, args: Any) -> None:
+        self.handle, self.after, self.repeat = handle, after, repeat
+        self.callback, self.args = callback, args
+        self.active = False
+        self.due = 0.0
+
+    def start(self) -> "TimerWatcher":
+        self.due, self.active = time.monotonic() + self.after, True
+        with self.handle._lock:
+            self.handle.timers.append(self)
+        return self
+
+    def stop(self) -> None:
+        self.active = False
+        with self.handle._lock:
+            if self in self.handle.timers:
+                self.handle.timers.remove(self)
+
+    def fire(self) -> None:
+        if self.repeat > 0:
+            self.due += self.repeat
+        else:
+            self.stop()
+        self.callback(self.handle, self, 0, self.args)
 
 
 __all__ = ["Flux"]

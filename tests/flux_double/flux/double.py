@@ -50,16 +50,17 @@ _DEPENDENCY_SCHEMES = {"afterok": "after-success", "afterany": "after-finish",
 
 def start_instance(cores: int = 2, gpus: int = 0, hostname: str = "vm",
                    shell_start_delay: float = 0.0, kill_timeout: float = 5.0,
-                   annotate_reason_pending: bool = False) -> str:
+                   annotate_reason_pending: bool = False, owner: bool = True) -> str:
     """Start a simulated instance and return its URI.
 
     ``shell_start_delay`` widens the window between ``start`` and ``shell.start`` (real:
     ~15 ms) so tests can hit it; ``annotate_reason_pending`` is sched-simple's debug bit 2
-    (annotations.txt).
+    (annotations.txt); ``owner=False`` makes the test process a guest of the instance
+    (a system instance), which may not read the journal.
     """
     uri = f"local:///tmp/flux-double-{os.getpid()}-{next(_COUNTER)}/local-0"
     _INSTANCES[uri] = Instance(uri, cores, gpus, hostname, shell_start_delay,
-                               kill_timeout, annotate_reason_pending)
+                               kill_timeout, annotate_reason_pending, owner)
     return uri
 
 
@@ -179,8 +180,9 @@ class Instance:
 
     def __init__(self, uri: str, cores: int, gpus: int, hostname: str,
                  shell_start_delay: float, kill_timeout: float,
-                 annotate_reason_pending: bool) -> None:
+                 annotate_reason_pending: bool, owner: bool) -> None:
         self.uri = uri
+        self.owner = owner
         self.cores, self.gpus, self.hostname = cores, gpus, hostname or socket.gethostname()
         self.shell_start_delay = shell_start_delay
         self.kill_timeout = kill_timeout
@@ -260,16 +262,20 @@ class Instance:
     def journal(self, sink: Callable[[Any], None], full: bool) -> Callable[[], None]:
         """Subscribe to every job's main events (job-manager.events-journal).
 
-        With ``full`` the history of all jobs comes first, time-ordered, then ``None``
-        marks the end of history (the sentinel).  Returns the unsubscribe function.
+        The backlog comes first: the events so far of the active jobs, and with
+        ``full`` of the inactive ones too; then ``None`` marks its end (the sentinel).
+        Returns the unsubscribe function.  Only the instance owner may subscribe
+        (flux-core job-manager/journal.c registers the handler with rolemask 0).
         """
         with self.cv:
-            if full:
-                history = [(job.id, copy.deepcopy(ev), {}) for job in self.jobs.values()
-                           for ev in job.logs["eventlog"]]
-                for item in sorted(history, key=lambda h: h[1]["timestamp"]):
-                    sink(item)
-                sink(None)
+            if not self.owner:
+                sink(PermissionError(1, "Operation not permitted"))
+                return lambda: None
+            history = [(job.id, copy.deepcopy(ev), {}) for job in self.jobs.values()
+                       if full or job.state != "INACTIVE" for ev in job.logs["eventlog"]]
+            for item in sorted(history, key=lambda h: h[1]["timestamp"]):
+                sink(item)
+            sink(None)
             self.journals.append(sink)
 
         def unsubscribe() -> None:

@@ -2,7 +2,7 @@
 
 executor.py   FluxJobExecutor: submit, cancel, list, attach
 jobspec.py    PSI/J JobSpec -> Flux jobspec
-journal.py    the one journal-watching thread per executor
+watcher.py    the one event-watching thread per executor (journal or per-job watches)
 events.py     one job's Flux events -> PSI/J statuses (pure, unit-tested)
 
 Importing this package does not import flux-core's bindings; making an executor does.

@@ -2,9 +2,10 @@
 
 ``submit`` builds a jobspec (jobspec.py) and calls ``flux.job.submit``, so it returns
 with the native id (the f58 job id, as ``flux jobs`` prints it). Statuses come from
-one journal watcher per executor (journal.py) folded per job by events.py; ``cancel``
+one watcher thread per executor (watcher.py: the journal, or per-job eventlog watches
+where the journal is refused), folded per job by events.py; ``cancel``
 is ``flux.job.cancel`` (reliable even right after ``start``, unlike ``kill``),
-``attach`` replays the job's eventlog and then follows the journal, ``list`` asks
+``attach`` replays the job's eventlog and then follows the watcher, ``list`` asks
 job-list for the user's active jobs. The bindings are imported when the first
 executor is made, never when hpcjobs is imported.
 """
@@ -27,9 +28,13 @@ from ...job import Job
 from ...state import JobState, JobStatus
 from .events import JobEvents, Update, task_signal
 from .jobspec import build_jobspec
-from .journal import JournalWatcher
+from .watcher import Watcher
 
 __all__ = ["FluxJobExecutor"]
+
+#: the Jobs that follow one Flux job (one, or more after attach); ``list`` is a method
+#: name in the class below
+_Followers = list[Job]
 
 log = logging.getLogger(__name__)
 
@@ -73,9 +78,10 @@ class FluxJobExecutor(JobExecutor):
         connect = functools.partial(_connect, self._flux, url)
         self._handle = connect()  # fail now, clearly, when there is no Flux to talk to
         self._lock = threading.Lock()  # the handle, and _jobs (see _on_event)
-        self._jobs: dict[int, tuple[Job, JobEvents]] = {}
-        self._watcher = JournalWatcher(f"hpcjobs-flux-{self._instance}-journal", connect,
-                                       self._flux_job, self._on_event)
+        # Flux id -> the Jobs following it (one, or more after attach) and its events
+        self._jobs: dict[int, tuple[_Followers, JobEvents]] = {}
+        self._watcher = Watcher(f"hpcjobs-flux-{self._instance}-events", connect,
+                                self._flux_job, self._on_event)
         self._watcher_finalizer = weakref.finalize(self, self._watcher.stop)
 
     # -- the API ------------------------------------------------------------------------
@@ -97,7 +103,8 @@ class FluxJobExecutor(JobExecutor):
                     raise SubmitException(f"Flux did not take the job: {e}", e,
                                           transient=True) from e
                 job._bind(self, jobid.f58)
-                self._jobs[int(jobid)] = (job, JobEvents(jobid.f58))
+                self._jobs[int(jobid)] = ([job], JobEvents(jobid.f58))
+                self._watcher.follow(int(jobid))
                 # also under the lock: statuses of one job are reported in order
                 self._set_job_status(job, JobStatus(JobState.QUEUED,
                                                     metadata={"native_state": "NEW"}))
@@ -138,9 +145,18 @@ class FluxJobExecutor(JobExecutor):
         events = JobEvents(jobid.f58)
         self._watcher.start()
         with self._lock:
-            # registered first, so the journal's events after the replay reach the job
+            followed = self._jobs.get(int(jobid))
+            if followed is not None:  # we follow it already: share its reports
+                followed[0].append(job)
+                current = followed[0][0].status
+                if current.state is not JobState.NEW:
+                    self._set_job_status(job, JobStatus(current.state, current.time,
+                                                        metadata=current.metadata))
+                return
+            # registered first, so the watcher's events after the replay reach the job
             # (the ones the replay also has are repeats and change nothing)
-            self._jobs[int(jobid)] = (job, events)
+            self._jobs[int(jobid)] = ([job], events)
+            self._watcher.follow(int(jobid))
             try:
                 found = self._flux_job.job_kvs_lookup(self._handle, jobid,
                                                       keys=["eventlog"], decode=False)
@@ -150,13 +166,14 @@ class FluxJobExecutor(JobExecutor):
                 found = None
             if found is None:
                 del self._jobs[int(jobid)]
+                self._watcher.forget(int(jobid))
                 self._set_job_status(job, JobStatus(
                     JobState.FAILED, message=f"Flux does not know job {native_id} "
                                              "(never submitted, or purged)"))
                 return
             for line in found["eventlog"].splitlines():
                 event = json.loads(line)
-                self._apply(job, events, int(jobid), self._handle, event["name"],
+                self._apply([job], events, int(jobid), self._handle, event["name"],
                             event["timestamp"], event.get("context", {}))
 
     # -- machinery ----------------------------------------------------------------------
@@ -164,28 +181,30 @@ class FluxJobExecutor(JobExecutor):
         self._watcher_finalizer()
 
     def _on_event(self, event: Any, handle: Any) -> None:
-        """Watcher thread: one journal event, for any job of any client."""
+        """Watcher thread: one event, for any job of any client."""
         jobid = int(event.jobid)
         with self._lock:
             entry = self._jobs.get(jobid)
             if entry is not None:
-                job, events = entry
-                self._apply(job, events, jobid, handle, event.name, event.timestamp,
+                jobs, events = entry
+                self._apply(jobs, events, jobid, handle, event.name, event.timestamp,
                             event.context or {}, getattr(event, "R", None))
 
-    def _apply(self, job: Job, events: JobEvents, jobid: int, handle: Any, name: str,
+    def _apply(self, jobs: _Followers, events: JobEvents, jobid: int, handle: Any, name: str,
                timestamp: float, context: Mapping[str, Any],
                R: Mapping[str, Any] | None = None) -> None:
-        """Fold one event into the job's status (caller holds ``_lock``; ``handle``
-        belongs to the calling thread)."""
+        """Fold one event into the status of the jobs following it (caller holds
+        ``_lock``; ``handle`` belongs to the calling thread)."""
         update = events.apply(name, timestamp, context, R)
         if events.done:
             self._jobs.pop(jobid, None)
+            self._watcher.forget(jobid)
             update = self._with_signal(update, events, jobid, handle)
-        if update.status is not None:
-            self._set_job_status(job, update.status, ran=update.ran)
-        elif update.metadata is not None:
-            _refresh_metadata(job, update.metadata)
+        for job in jobs:
+            if update.status is not None:
+                self._set_job_status(job, update.status, ran=update.ran)
+            elif update.metadata is not None:
+                _refresh_metadata(job, update.metadata)
 
     def _with_signal(self, update: Update, events: JobEvents, jobid: int,
                      handle: Any) -> Update:

@@ -5,7 +5,8 @@ journal.txt: events of all jobs interleaved; ``submit`` carries the redacted job
 dictionary, or null when cleared) precedes ``alloc`` and follows every change;
 ``full=True`` replays history first, ``include_sentinel`` marks its end with an empty
 event; ``poll(timeout)`` raises ``TimeoutError`` when nothing came; after ``stop()``
-``poll`` returns ``None``.
+``poll`` returns ``None``.  A guest of the instance gets ``PermissionError`` (EPERM)
+from ``poll``: the job manager serves the journal to the instance owner only.
 """
 
 from __future__ import annotations
@@ -55,8 +56,12 @@ class JournalConsumer:
 
     def _sink(self, item: Any) -> None:
         if item is None:
-            if self.include_sentinel:
+            # the Python consumer only shows the sentinel after a full history
+            if self.include_sentinel and self.full:
                 self._queue.put(SENTINEL_EVENT)
+            return
+        if isinstance(item, BaseException):  # an error response, raised by poll()
+            self._queue.put(item)
             return
         jobid, event, extra = item
         if event["timestamp"] > self.since:
@@ -81,5 +86,8 @@ class JournalConsumer:
         if item is _END:
             self._queue.put(_END)
             return None
+        if isinstance(item, BaseException):
+            self._queue.put(item)
+            raise item
         event: JournalEvent = item
         return event

@@ -1,0 +1,181 @@
+"""The Flux executor's one watcher thread: all its jobs' events, without polling.
+
+Preferred source: the job-manager journal (``flux.job.JournalConsumer``), one stream
+with the main-eventlog events of every job, interleaved, plus the journal-only
+``annotations`` event (flux-core 0.88, journal.txt in the test fixtures). It is opened
+with ``full=True``: the job manager first replays the events of the jobs it holds, so
+a job submitted before the stream was registered is not missed, and after a broken
+connection the replay catches up (the receiver ignores repeats).
+
+The job manager serves the journal to the instance owner only (flux-core
+job-manager/journal.c registers it with rolemask 0): a user of a system instance gets
+EPERM. Then the same thread watches each job's eventlog instead
+(``flux.job.event_watch_async``, allowed for one's own jobs), all on one handle and one
+reactor, a timer picking up newly submitted jobs.
+
+A Flux handle must not be shared between threads, so the thread opens its own.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+__all__ = ["WatchedEvent", "Watcher"]
+
+log = logging.getLogger(__name__)
+
+#: how often the thread looks at its stop flag and for new jobs to watch (seconds);
+#: a local wait, not a request to Flux
+_TICK = 0.25
+_MAX_BACKOFF = 30.0
+
+EventHandler = Callable[[Any, Any], None]
+
+
+class WatchedEvent(NamedTuple):
+    """An eventlog event of one job, shaped like a ``JournalEvent``."""
+
+    jobid: int
+    name: str
+    timestamp: float
+    context: dict[str, Any]
+    R: Any = None
+
+
+class Watcher:
+    """Calls ``on_event(event, handle)`` for each event of the jobs, on a named daemon
+    thread; ``handle`` is the thread's own Flux handle (for look-ups from the handler).
+
+    ``follow(jobid)`` / ``forget(jobid)`` say which jobs matter (the journal mode gets
+    every job anyway; the per-job mode watches exactly these). ``on_event`` is held
+    weakly when it is a bound method, so the watcher never keeps its executor alive;
+    when the executor is gone, the thread ends.
+    """
+
+    def __init__(self, name: str, connect: Callable[[], Any], flux_job: Any,
+                 on_event: EventHandler) -> None:
+        self._name = name
+        self._connect = connect
+        self._flux_job = flux_job
+        self._ref: Callable[[], EventHandler | None] = weakref.WeakMethod(on_event) \
+            if hasattr(on_event, "__self__") else (lambda: on_event)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._wanted: set[int] = set()
+        self._new: collections.deque[int] = collections.deque()
+        self.per_job = False  # True once the journal was refused
+
+    def start(self) -> None:
+        """Start the thread unless it runs (idempotent)."""
+        with self._lock:
+            if self._thread is None and not self._stop.is_set():
+                self._thread = threading.Thread(target=self._run, name=self._name,
+                                                daemon=True)
+                self._thread.start()
+
+    def stop(self) -> None:
+        """End the thread (within ``_TICK`` seconds)."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def follow(self, jobid: int) -> None:
+        with self._lock:
+            self._wanted.add(jobid)
+            self._new.append(jobid)
+
+    def forget(self, jobid: int) -> None:
+        with self._lock:
+            self._wanted.discard(jobid)
+
+    def _run(self) -> None:
+        backoff = 0.5
+        while not self._stop.is_set():
+            try:
+                handle = self._connect()
+                if not self.per_job:
+                    try:
+                        self._follow_journal(handle)
+                    except PermissionError as e:
+                        log.info("%s: the Flux journal is for the instance owner (%s); "
+                                 "watching each job's eventlog instead", self._name, e)
+                        self.per_job = True
+                        continue
+                else:
+                    self._watch_jobs(handle)
+                if self._stop.is_set() or self._ref() is None:
+                    return
+                backoff = 0.5
+            except Exception as e:  # a broken connection must not end the watching
+                log.warning("%s: watching Flux failed (%s); reconnecting in %.1f s",
+                            self._name, e, backoff)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, _MAX_BACKOFF)
+
+    def _deliver(self, event: Any, handle: Any) -> bool:
+        """Hand one event to the executor; False if the executor is gone."""
+        handler = self._ref()
+        if handler is None:
+            return False
+        try:
+            handler(event, handle)
+        except Exception:
+            log.exception("%s: handling Flux event %s of job %s failed; ignored",
+                          self._name, getattr(event, "name", "?"),
+                          getattr(event, "jobid", "?"))
+        return True
+
+    def _follow_journal(self, handle: Any) -> None:
+        """Until stopped, or the stream ends (then the caller reconnects)."""
+        consumer = self._flux_job.JournalConsumer(handle, full=True).start()
+        log.debug("%s: following the Flux job-manager journal", self._name)
+        while not self._stop.is_set():
+            try:
+                event = consumer.poll(_TICK)
+            except TimeoutError:
+                continue
+            if event is None:
+                log.warning("%s: the Flux journal ended; reconnecting", self._name)
+                return
+            if not self._deliver(event, handle):
+                break
+        consumer.stop()
+
+    def _watch_jobs(self, handle: Any) -> None:
+        """Per-job eventlog watches on one reactor until stopped. Every watch replays
+        the job's eventlog from its start, so (re)starting one loses nothing."""
+        with self._lock:
+            self._new = collections.deque(self._wanted)
+
+        def tick(h: Any, _watcher: Any, _revents: int, _args: Any) -> None:
+            if self._stop.is_set() or self._ref() is None:
+                h.reactor_stop()
+                return
+            while True:
+                with self._lock:
+                    if not self._new:
+                        return
+                    jobid = self._new.popleft()
+                self._flux_job.event_watch_async(h, jobid).then(on_event, jobid)
+
+        def on_event(future: Any, jobid: int) -> None:
+            try:
+                event = future.get_event()
+            except OSError as e:
+                log.warning("%s: watching Flux job %s failed: %s", self._name, jobid, e)
+                return
+            if event is not None:
+                self._deliver(WatchedEvent(jobid, event.name, event.timestamp,
+                                           event.context), handle)
+
+        timer = handle.timer_watcher_create(0.0, tick, repeat=_TICK)
+        timer.start()
+        handle.reactor_run()
+        timer.stop()
