@@ -14,8 +14,8 @@ Batsim's timing rules this engine reproduces (fixtures/batsim-4.2.1, docs/sim.md
 from __future__ import annotations
 
 import heapq
-import math
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
