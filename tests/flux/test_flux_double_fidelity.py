@@ -350,3 +350,35 @@ def test_cli_session_eventlogs(handle: flux.Flux) -> None:
             wait_tasks_started(handle, jobid)
             flux.job.cancel(handle, jobid)
         assert eventlog(handle, jobid) == expected
+
+
+def test_journal_backlog_and_guests(handle: flux.Flux) -> None:
+    """Not in the transcripts (recorded as the instance owner), from flux-core's
+    job-manager/journal.c: without ``full`` the backlog is the active jobs; a guest of
+    the instance is refused (the handler's rolemask is 0: owner only)."""
+    done = flux.job.submit(handle, spec(["true"]))
+    flux.job.event_wait(handle, done, "clean")
+    running = flux.job.submit(handle, spec(["sleep", "60"]))
+    flux.job.event_wait(handle, running, "start")
+    consumer = flux.job.JournalConsumer(handle, full=False).start()
+    backlog = [consumer.poll(5.0) for _ in range(6)]
+    assert {e.jobid for e in backlog} == {running}
+    flux.job.cancel(handle, running)
+    guest = flux.Flux(flux.double.start_instance(owner=False))
+    with pytest.raises(PermissionError):
+        flux.job.JournalConsumer(guest).start().poll(5.0)
+    flux.double.stop_instance(guest.instance.uri)
+
+
+def test_timer_and_reactor_stop(handle: flux.Flux) -> None:
+    ticks: List[int] = []
+
+    def tick(h: flux.Flux, watcher: Any, revents: int, args: Any) -> None:
+        ticks.append(args)
+        if len(ticks) == 3:
+            h.reactor_stop()
+
+    timer = handle.timer_watcher_create(0.0, tick, repeat=0.01, args=7)
+    timer.start()
+    assert handle.reactor_run() == 0 and ticks == [7, 7, 7]
+    timer.stop()
