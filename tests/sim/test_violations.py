@@ -126,9 +126,11 @@ def test_no_reply_times_out(start_sim: Any, tmp_path: Path) -> None:
     (["-E"], "unsupported Batsim option(s) -E"),
     (["--acknowledge-dynamic-jobs"], "--acknowledge-dynamic-jobs needs --enable-dynamic-jobs"),
     (["-s", "inproc://x"], "only tcp:// and ipc://"),
+    (["-w", "x.json"], "the following arguments are required: -p/--platform"),
+    (["--enable-dynamic"], "unknown option(s) or argument(s): --enable-dynamic"),
 ])
 def test_bad_command_line(start_sim: Any, args: list[str], expected: str) -> None:
-    sim = start_sim(["-p", ZL, *args])
+    sim = start_sim(args if args[0] == "-w" else ["-p", ZL, *args])
     code, err = sim.finish()
     assert code == 1 and expected in err, err
 

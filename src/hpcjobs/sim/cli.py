@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 import time
+from typing import NoReturn
 
 from . import BATSIM_VERSION
 from .engine import Engine, Options
@@ -27,8 +28,15 @@ UNSUPPORTED = ("-E", "--energy", "-m", "--master-host", "-r", "--redis-hostname"
                "--forward-unknown-events", "--add-role-to-hosts", "--sim-log", "--verbosity")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors become InputError: one message format and exit code for bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        raise InputError(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(allow_abbrev=False,
         prog="hpcjobs-sim",
         description="A Batsim-compatible job-scheduling simulator (JSON/ZeroMQ protocol).")
     parser.add_argument("-p", "--platform", required=True, help="SimGrid platform file (XML, version 4.1)")
@@ -51,8 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str]) -> int:
     """Parse ``argv``, simulate, write outputs; returns the exit code."""
-    parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
+    try:
+        args, unknown = build_parser().parse_known_args(argv)
+    except InputError as exc:
+        print(f"hpcjobs.sim: error: {exc}", file=sys.stderr)
+        return exc.exit_code
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="hpcjobs.sim: %(levelname)s: %(message)s", stream=sys.stderr)
     try:
