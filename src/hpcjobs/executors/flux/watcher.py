@@ -89,7 +89,8 @@ class Watcher:
     def follow(self, jobid: int) -> None:
         with self._lock:
             self._wanted.add(jobid)
-            self._new.append(jobid)
+            if self.per_job:  # else _watch_jobs starts from _wanted when it begins
+                self._new.append(jobid)
 
     def forget(self, jobid: int) -> None:
         with self._lock:
@@ -106,7 +107,8 @@ class Watcher:
                     except PermissionError as e:
                         log.info("%s: the Flux journal is for the instance owner (%s); "
                                  "watching each job's eventlog instead", self._name, e)
-                        self.per_job = True
+                        with self._lock:
+                            self.per_job = True
                         continue
                 else:
                     self._watch_jobs(handle)
@@ -152,7 +154,7 @@ class Watcher:
         """Per-job eventlog watches on one reactor until stopped. Every watch replays
         the job's eventlog from its start, so (re)starting one loses nothing."""
         with self._lock:
-            self._new = collections.deque(self._wanted)
+            self._new = collections.deque(self._wanted)  # after a reconnect: all again
 
         def tick(h: Any, _watcher: Any, _revents: int, _args: Any) -> None:
             if self._stop.is_set() or self._ref() is None:
