@@ -156,7 +156,8 @@ class Watcher:
         with self._lock:
             self._new = collections.deque(self._wanted)  # after a reconnect: all again
 
-        def tick(h: Any, _watcher: Any, _revents: int, _args: Any) -> None:
+        # (h, watcher, revents) and, in older bindings, an ``args`` value: *_ takes both
+        def tick(h: Any, _watcher: Any, _revents: int, *_: Any) -> None:
             if self._stop.is_set() or self._ref() is None:
                 h.reactor_stop()
                 return
