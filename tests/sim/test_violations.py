@@ -128,6 +128,7 @@ def test_no_reply_times_out(start_sim: Any, tmp_path: Path) -> None:
     (["-s", "inproc://x"], "only tcp:// and ipc://"),
     (["-w", "x.json"], "the following arguments are required: -p/--platform"),
     (["--enable-dynamic"], "unknown option(s) or argument(s): --enable-dynamic"),
+    (["-e", "/nonexistent/dir/out"], "folder '/nonexistent/dir' does not exist"),
 ])
 def test_bad_command_line(start_sim: Any, args: list[str], expected: str) -> None:
     sim = start_sim(args if args[0] == "-w" else ["-p", ZL, *args])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 from typing import NoReturn
@@ -36,8 +37,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(allow_abbrev=False,
-        prog="hpcjobs-sim",
+    parser = _Parser(
+        prog="hpcjobs-sim", allow_abbrev=False,
         description="A Batsim-compatible job-scheduling simulator (JSON/ZeroMQ protocol).")
     parser.add_argument("-p", "--platform", required=True, help="SimGrid platform file (XML, version 4.1)")
     parser.add_argument("-w", "--workload", action="append", default=[], help="Batsim workload (JSON); repeatable")
@@ -79,6 +80,9 @@ def run(argv: list[str]) -> int:
             raise InputError("--enable-profile-reuse needs --enable-dynamic-jobs")
         if not args.socket_endpoint.startswith(("tcp://", "ipc://")):
             raise InputError(f"--socket-endpoint {args.socket_endpoint!r}: only tcp:// and ipc:// are supported")
+        folder = os.path.dirname(args.export) or "."
+        if not os.path.isdir(folder):
+            raise InputError(f"--export {args.export!r}: folder {folder!r} does not exist")
         started = time.monotonic()
         platform = parse_platform(args.platform)
         workloads = [parse_workload(path, f"w{i}", len(platform.compute)) for i, path in enumerate(args.workload)]
