@@ -3,6 +3,7 @@ precise message on stderr and a non-zero exit code, never a hang or a silent ans
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -107,8 +108,14 @@ def test_violation(start_sim: Any, tmp_path: Path, case: str) -> None:
     fails(start_sim, tmp_path, replies, expected, flags, jobs)
 
 
-def test_decision_process_goes_away(start_sim: Any, tmp_path: Path) -> None:
-    sim = start_sim(["-p", ZL])
+@pytest.mark.parametrize("transport", ["ipc", "tcp"])
+def test_decision_process_goes_away(start_sim: Any, transport: str) -> None:
+    endpoint = None
+    if transport == "tcp":
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            endpoint = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
+    sim = start_sim(["-p", ZL], endpoint)
     sim.begin()
     sim.dp.close()
     code, err = sim.finish()
