@@ -9,6 +9,7 @@ simulated instance, so a job can be attached from another executor instance.
 
 from __future__ import annotations
 
+import atexit
 import sys
 from pathlib import Path
 from typing import Optional
@@ -39,4 +40,6 @@ def make_executor(work_dir: Path) -> JobExecutor:
     if _uri is None:
         import flux.double
         _uri = flux.double.start_instance(cores=16)
+        # its jobs are real processes: none may outlive the test session
+        atexit.register(flux.double.stop_instance, _uri)
     return JobExecutor.get_instance(NAME, url=_uri, config={"work_directory": work_dir})
