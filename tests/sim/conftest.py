@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import zmq
 
-FIXTURES = Path("/work/shared/fixtures/batsim-4.2.1")
+# shared/ sits beside the repository (here /work/shared; in CI beside the fresh clone)
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "batsim-4.2.1"
 INPUTS = FIXTURES / "inputs"
 
 
