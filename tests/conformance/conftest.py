@@ -14,6 +14,10 @@ Fixtures a test can ask for
               run once per launcher; the others use the backend's default, ``single``)
 ``executor``  ``backend.make_executor(tmp_path / "work")``, closed after the test
 ``scratch``   an empty directory for the test's own files (inputs, outputs)
+``wait_final``  ``wait_final(job)``: the job's final status (fails the test if none comes
+              within ``TIMEOUT``, a generous bound, never a timing assertion)
+``run_job``   ``run_job(spec)``: submit a Job of ``spec`` to ``executor``, return
+              ``(job, final status)``
 
 Capabilities
 ------------
@@ -43,7 +47,7 @@ from typing import Callable, Iterator, Optional
 
 import pytest
 
-from hpcjobs import JobExecutor
+from hpcjobs import Job, JobExecutor, JobSpec, JobStatus
 
 _HERE = Path(__file__).parent / "backends"
 # a private package name, so the providers can never collide with another "backends"
@@ -180,3 +184,26 @@ def scratch(tmp_path: Path) -> Path:
     d = tmp_path / "scratch"
     d.mkdir()
     return d
+
+
+def _wait_final(job: Job) -> JobStatus:
+    status = job.wait(timeout=TIMEOUT)
+    assert status is not None, f"job {job.native_id} did not end within {TIMEOUT} s: {job.status}"
+    assert status.state.final, status
+    return status
+
+
+@pytest.fixture
+def wait_final() -> Callable[[Job], JobStatus]:
+    """``wait_final(job)``: the job's final status, within a generous bound."""
+    return _wait_final
+
+
+@pytest.fixture
+def run_job(executor: JobExecutor) -> Callable[[JobSpec], tuple[Job, JobStatus]]:
+    """``run_job(spec)``: submit a job of ``spec`` and wait for its final status."""
+    def run(spec: JobSpec) -> tuple[Job, JobStatus]:
+        job = Job(spec)
+        executor.submit(job)
+        return job, _wait_final(job)
+    return run
