@@ -69,8 +69,9 @@ def _signal_name(number: int) -> str:
 
 
 class JobEvents:
-    """Folds the events of one Flux job, in any order and with repeats (a journal
-    restart or an attach replays history), into at most one status per state."""
+    """Folds the events of one Flux job, in eventlog order but possibly repeated (a
+    journal restart or an attach replays history), into statuses. Callers hold one
+    lock around ``apply`` so the events of a job are folded one at a time."""
 
     def __init__(self, jobid: str) -> None:
         self.jobid = jobid
