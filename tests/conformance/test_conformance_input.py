@@ -1,0 +1,159 @@
+"""Conformance: hostile values pass through byte for byte (or are refused), bad input is
+refused precisely with nothing submitted, and importing hpcjobs has no side effects."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from hpcjobs import (InvalidJobException, InvalidJobStateError, Job, JobExecutor, JobSpec,
+                     JobState, JobStatus, ResourceSpecV1)
+
+WaitFinal = Callable[[Job], JobStatus]
+
+#: values a shell would interpret; ${...} with a non-name passes through the spec's rule
+HOSTILE = [
+    "with space", "  lead and trail  ", "tab\there", "single'quote", 'double"quote',
+    "$(touch pwned-dollar)", "`touch pwned-backtick`", "$HOME", "${not a name}",
+    "new\nline", "non-ASCII é ü 漢字 🚀", "back\\slash", "semi;colon && | > < &",
+    "*", "-n", "", "%s %d %%", "!event", "#hash",
+]
+
+
+def _submit_or_refused(executor: JobExecutor, job: Job) -> bool:
+    """Submit; True if the backend refused the job as invalid (allowed for hostile values)."""
+    try:
+        executor.submit(job)
+    except InvalidJobException:
+        assert job.status.state is JobState.NEW and job.native_id is None
+        return True
+    return False
+
+
+def _no_command_ran(*dirs: Path) -> None:
+    for d in dirs:
+        assert not list(d.rglob("pwned*")), "a hostile value was interpreted by a shell"
+
+
+@pytest.mark.requires("executes")
+def test_hostile_arguments_are_passed_byte_for_byte(executor: JobExecutor, launcher: str,
+                                                   scratch: Path, wait_final: WaitFinal) -> None:
+    out = scratch / "args.bin"
+    job = Job(JobSpec("/usr/bin/printf", ["%s\\0", *HOSTILE], directory=scratch,
+                      stdout_path=out, launcher=launcher))
+    if not _submit_or_refused(executor, job):
+        assert wait_final(job).state is JobState.COMPLETED, job.status
+        assert out.read_bytes().split(b"\0")[:-1] == [a.encode() for a in HOSTILE]
+    _no_command_ran(scratch)
+
+
+@pytest.mark.requires("executes")
+def test_hostile_environment_values_are_passed_byte_for_byte(
+        executor: JobExecutor, launcher: str, scratch: Path, wait_final: WaitFinal) -> None:
+    values = {f"HPCJOBS_HOSTILE_{i}": v for i, v in enumerate(HOSTILE) if "${" not in v}
+    out = scratch / "env.bin"
+    job = Job(JobSpec("/usr/bin/env", ["-0"], environment=values, directory=scratch,
+                      stdout_path=out, launcher=launcher))
+    if not _submit_or_refused(executor, job):
+        assert wait_final(job).state is JobState.COMPLETED, job.status
+        seen = dict(e.split("=", 1) for e in out.read_bytes().decode().split("\0") if e)
+        assert {k: seen.get(k) for k in values} == values
+    _no_command_ran(scratch)
+
+
+@pytest.mark.requires("executes")
+def test_hostile_names_and_paths(executor: JobExecutor, launcher: str, scratch: Path,
+                                 wait_final: WaitFinal) -> None:
+    nasty = "d ir 'q' \"dq\" $(touch pwned-dir) `touch pwned-tick` é\nnl"
+    work = scratch / nasty
+    work.mkdir()
+    (work / "in put").write_text("stdin data\n")
+    job = Job(JobSpec("/bin/cat", name=f"job {nasty}", directory=work,
+                      stdin_path=work / "in put", stdout_path=work / f"out {nasty}",
+                      stderr_path=work / "err 'x'", launcher=launcher))
+    if not _submit_or_refused(executor, job):
+        assert wait_final(job).state is JobState.COMPLETED, job.status
+        assert (work / f"out {nasty}").read_text() == "stdin data\n"
+    _no_command_ran(scratch)
+
+
+# -- bad input: precise exceptions, nothing submitted --------------------------------------
+def _assert_nothing_submitted(executor: JobExecutor, job: Job, listed_before: list[str]) -> None:
+    assert job.status.state is JobState.NEW
+    assert job.native_id is None and job.executor is None
+    assert executor.list() == listed_before
+
+
+@pytest.mark.parametrize("spec, field", [
+    (JobSpec("/bin/true", directory="relative/dir"), "directory"),
+    (JobSpec(None), "executable"),
+    (JobSpec("/bin/true", launcher="no-such-launcher"), "launcher"),
+    (JobSpec("/bin/true", environment={"1BAD": "x"}), "environment"),
+    (JobSpec("/bin/true", arguments=["nul\0byte"]), "arguments"),
+    (JobSpec("/bin/true", resources=ResourceSpecV1(node_count=2, processes_per_node=2,
+                                                    process_count=3)), "ResourceSpecV1"),
+    (JobSpec("/bin/true", resources=ResourceSpecV1(process_count=0)), "process_count"),
+], ids=["relative-directory", "no-executable", "unknown-launcher", "bad-env-name",
+        "nul-in-argument", "inconsistent-resources", "zero-processes"])
+def test_invalid_job_is_refused_naming_the_field(executor: JobExecutor, spec: JobSpec,
+                                                 field: str) -> None:
+    before = executor.list()
+    job = Job(spec)
+    with pytest.raises(InvalidJobException, match=field):
+        executor.submit(job)
+    _assert_nothing_submitted(executor, job, before)
+
+
+def test_a_refused_job_can_be_fixed_and_submitted(executor: JobExecutor,
+                                                  wait_final: WaitFinal) -> None:
+    job = Job(JobSpec("/bin/true", directory="relative"))
+    with pytest.raises(InvalidJobException):
+        executor.submit(job)
+    assert job.spec is not None
+    job.spec.directory = None
+    executor.submit(job)
+    assert wait_final(job).state is JobState.COMPLETED
+
+
+def test_double_submit_is_refused(executor: JobExecutor, wait_final: WaitFinal) -> None:
+    job = Job(JobSpec("/bin/true"))
+    executor.submit(job)
+    native_id = job.native_id
+    with pytest.raises(InvalidJobStateError):
+        executor.submit(job)
+    assert job.native_id == native_id
+    assert wait_final(job).state is JobState.COMPLETED
+
+
+def test_wrong_types_are_refused(executor: JobExecutor) -> None:
+    with pytest.raises(TypeError, match="executable"):
+        JobSpec(executable=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="arguments"):
+        JobSpec("/bin/true", arguments="not a list")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="environment"):
+        JobSpec("/bin/true", environment={"A": object()})
+    with pytest.raises(TypeError):
+        executor.submit(JobSpec("/bin/true"))  # type: ignore[arg-type]
+
+
+# -- import ---------------------------------------------------------------------------------
+_IMPORT_CHECK = textwrap.dedent("""
+    import signal, sys, threading
+    sigs = [s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)]
+    before = {s: signal.getsignal(s) for s in sigs}
+    import hpcjobs
+    changed = [signal.Signals(s).name for s in sigs if signal.getsignal(s) != before[s]]
+    plugins = sorted(m for m in sys.modules if m.startswith("hpcjobs.executors."))
+    print(threading.active_count(), changed, plugins)
+""")
+
+
+def test_importing_hpcjobs_has_no_side_effects() -> None:
+    p = subprocess.run([sys.executable, "-c", _IMPORT_CHECK], capture_output=True, text=True,
+                       timeout=60, check=True)
+    assert p.stdout.split(None, 1) == ["1", "[] []\n"], p.stdout
