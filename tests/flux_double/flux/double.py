@@ -634,7 +634,7 @@ def _open_stdio(options: dict[str, Any], jobid: int) -> tuple[list[Any], Callabl
     Returns the streams and a function that writes shell log lines to the job's stderr."""
     def path_of(iotype: str, stream: str) -> str | None:
         spec = options.get(iotype, {}).get(stream, {})
-        path = spec.get("path") if spec.get("type") == "file" else None
+        path = spec.get("path") if spec.get("type") != "kvs" else None
         return path.replace("{{id}}", _f58(jobid)) if path else None
 
     stdin_path = path_of("input", "stdin")
@@ -642,11 +642,11 @@ def _open_stdio(options: dict[str, Any], jobid: int) -> tuple[list[Any], Callabl
     out_path, err_path = path_of("output", "stdout"), path_of("output", "stderr")
     stdout: Any = open(out_path, "ab" if options.get("output", {}).get("mode") == "append"
                        else "wb") if out_path else subprocess.DEVNULL
-    # from_command(): stderr goes to the stdout file unless set separately; an explicit
-    # output.stderr.type other than "file" (e.g. "kvs") keeps it apart
+    # flux-core src/shell/output/conf.c: stderr inherits stdout's settings unless its
+    # own say otherwise ("type": "kvs" sends it to the KVS, a path to that file)
     if err_path and err_path != out_path:
         stderr: Any = open(err_path, "wb")
-    elif "type" in options.get("output", {}).get("stderr", {}) and not err_path:
+    elif options.get("output", {}).get("stderr", {}).get("type") == "kvs":
         stderr = subprocess.DEVNULL
     else:
         stderr = stdout
