@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import time
+from pathlib import Path
 from typing import Callable
 
 WAIT = 180.0  # upper bound for any wait (never a timing assertion)
@@ -31,3 +33,15 @@ def wait_until(predicate: Callable[[], bool], what: str, timeout: float = WAIT) 
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.5)
 
+
+
+def shim(directory: Path, command: str, body: str) -> Path:
+    """Write ``directory/command``, a /bin/sh script standing in for the real command
+    (``$REAL`` is the real one's path); put ``directory`` first on PATH to use it."""
+    real = shutil.which(command)
+    assert real is not None, f"{command} is not installed"
+    directory.mkdir(exist_ok=True)
+    path = directory / command
+    path.write_text(f"#!/bin/sh\nREAL={real}\n{body}\n")
+    path.chmod(0o755)
+    return directory

@@ -91,6 +91,10 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
 
     # -- the script ---------------------------------------------------------------------
     def _validate(self, spec: JobSpec) -> None:
+        if "\\" in str(self.work_directory):
+            # sbatch drops backslashes from --output paths (its filename patterns)
+            raise InvalidJobException(f"the executor's work_directory {str(self.work_directory)!r} "
+                                      "contains a backslash, which Slurm cannot use in a path")
         self._custom(spec)  # every check that needs no scheduler, before submitting
         for field in ("queue_name", "project_name", "reservation_id"):
             value = getattr(spec.attributes, field)

@@ -166,8 +166,7 @@ class BatchSchedulerExecutor(JobExecutor):
         with self._submission(job) as spec:
             job_dir = JobDir.create(self.work_directory, job.id)
             try:
-                script = render(self.template, {**self._directives(spec, job_dir),
-                                                **self._body(spec, job_dir)})
+                script = self._render(spec, job_dir)
                 fd = os.open(job_dir.script, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
                 with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
                     f.write(script)
@@ -223,6 +222,16 @@ class BatchSchedulerExecutor(JobExecutor):
         self._query_soon(0.0)
 
     # ===================================================================== the job script
+    def render_script(self, spec: JobSpec, job_dir: Path) -> str:
+        """The batch script ``submit`` would write for ``spec`` into ``job_dir`` (for
+        inspection and golden-file tests); InvalidJobException like ``submit``."""
+        spec.validate()
+        self._validate(spec)
+        return self._render(spec, JobDir(job_dir))
+
+    def _render(self, spec: JobSpec, job_dir: JobDir) -> str:
+        return render(self.template, {**self._directives(spec, job_dir), **self._body(spec, job_dir)})
+
     def _body(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
         """The template context of the shared script body (templates/batch_body.mustache)."""
         argv = job_argv(spec)

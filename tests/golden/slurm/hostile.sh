@@ -1,0 +1,42 @@
+#!/bin/bash
+#SBATCH --job-name=it_s___HOME___id____id_______________j___line2
+#SBATCH --ntasks=1
+#SBATCH --time=0:10:00
+# The script records its own life in its job directory, so the client sees the job
+# start and end without asking the scheduler: "started" when it begins, "exitcode"
+# ("<status> <signal the script caught, or ->") when it ends, also after a SIGTERM
+# (walltime, cancel). Slurm sends that SIGTERM to this shell only: the job runs in the
+# background so that the trap runs at once and passes the signal on.
+_hj_dir=/home/user/.hpcjobs/work/slurm/job-1
+_hj_caught=-
+_hj_pid=
+_hj_record() {
+    printf '%s %s\n' "$1" "$_hj_caught" >"$_hj_dir/exitcode.tmp" &&
+        mv -f "$_hj_dir/exitcode.tmp" "$_hj_dir/exitcode"
+}
+trap '_hj_caught=TERM; _hj_woken=1; [ -z "$_hj_pid" ] || kill -s TERM "$_hj_pid" 2>/dev/null' TERM
+trap '_hj_record "$?"' EXIT
+printf '%s\n' "$$" >"$_hj_dir/started"
+export HPCJOBS_JOB_DIR="$_hj_dir"
+cd '/tmp/it'"'"'s "$HOME" `id` $(id) \ ; & | * ~ %j é
+line2' || exit 1
+export V='it'"'"'s "$HOME" `id` $(id) \ ; & | * ~ %j é
+line2'
+[ "$_hj_caught" = - ] || exit 143
+>'/tmp/it'"'"'s "$HOME" `id` $(id) \ ; & | * ~ %j é
+line2/out' '/opt/it'"'"'s "$HOME" `id` $(id) \ ; & | * ~ %j é
+line2' 'it'"'"'s "$HOME" `id` $(id) \ ; & | * ~ %j é
+line2' "${HOME}" '$HOME' '' &
+_hj_pid=$!
+_hj_status=
+while :; do
+    _hj_woken=
+    wait "$_hj_pid"
+    _hj_st=$?
+    # 127: the job was reaped by the wait a signal interrupted; keep that status
+    [ "$_hj_st" = 127 ] && [ -n "$_hj_status" ] && break
+    _hj_status=$_hj_st
+    # a trapped SIGTERM interrupts wait while the job still runs: wait for it again
+    [ -n "$_hj_woken" ] || break
+done
+exit "$_hj_status"

@@ -1,0 +1,50 @@
+#!/bin/bash
+#SBATCH --job-name=env
+#SBATCH --ntasks=8
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=4
+#SBATCH --cpus-per-task=2
+#SBATCH --gpus-per-task=1
+#SBATCH --mem=3145729K
+#SBATCH --exclusive
+#SBATCH --time=1:30:01
+#SBATCH --partition=debug
+#SBATCH --account=proj-1
+#SBATCH --reservation='resv 1'
+#SBATCH --constraint='haswell&ib'
+#SBATCH --hold
+#SBATCH --comment='it'"'"'s a test'
+# The script records its own life in its job directory, so the client sees the job
+# start and end without asking the scheduler: "started" when it begins, "exitcode"
+# ("<status> <signal the script caught, or ->") when it ends, also after a SIGTERM
+# (walltime, cancel). Slurm sends that SIGTERM to this shell only: the job runs in the
+# background so that the trap runs at once and passes the signal on.
+_hj_dir=/home/user/.hpcjobs/work/slurm/job-1
+_hj_caught=-
+_hj_pid=
+_hj_record() {
+    printf '%s %s\n' "$1" "$_hj_caught" >"$_hj_dir/exitcode.tmp" &&
+        mv -f "$_hj_dir/exitcode.tmp" "$_hj_dir/exitcode"
+}
+trap '_hj_caught=TERM; _hj_woken=1; [ -z "$_hj_pid" ] || kill -s TERM "$_hj_pid" 2>/dev/null' TERM
+trap '_hj_record "$?"' EXIT
+printf '%s\n' "$$" >"$_hj_dir/started"
+export HPCJOBS_JOB_DIR="$_hj_dir"
+cd '/scratch/run 1' || exit 1
+export A=x
+export B="${A}"/y
+[ "$_hj_caught" = - ] || exit 143
+</data/in >out.txt 2>/logs/err.txt /usr/bin/env A="${A}" &
+_hj_pid=$!
+_hj_status=
+while :; do
+    _hj_woken=
+    wait "$_hj_pid"
+    _hj_st=$?
+    # 127: the job was reaped by the wait a signal interrupted; keep that status
+    [ "$_hj_st" = 127 ] && [ -n "$_hj_status" ] && break
+    _hj_status=$_hj_st
+    # a trapped SIGTERM interrupts wait while the job still runs: wait for it again
+    [ -n "$_hj_woken" ] || break
+done
+exit "$_hj_status"

@@ -1,0 +1,78 @@
+"""The rendered Slurm scripts of representative specs, pinned by golden files and checked
+by ``bash -n``. Regenerate after an intended change with HPCJOBS_UPDATE_GOLDEN=1 and
+review the diff."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from hpcjobs import InvalidJobException, JobAttributes, JobExecutor, JobSpec, ResourceSpecV1
+from hpcjobs.launchers.base import SCRIPTS
+
+GOLDEN = Path(__file__).parent / "slurm"
+JOB_DIR = Path("/home/user/.hpcjobs/work/slurm/job-1")
+HOSTILE = "it's \"$HOME\" `id` $(id) \\ ; & | * ~ %j é\nline2"
+
+SPECS = {
+    "minimal": JobSpec("/bin/hostname"),
+    "resources_and_attributes": JobSpec(
+        "/usr/bin/env", ["A=${A}"], directory="/scratch/run 1",
+        environment={"A": "x", "B": "${A}/y"},
+        stdin_path="/data/in", stdout_path="out.txt", stderr_path="/logs/err.txt",
+        resources=ResourceSpecV1(node_count=2, processes_per_node=4, cpu_cores_per_process=2,
+                                 gpu_cores_per_process=1, memory=3 * 1024**3 + 1,
+                                 exclusive_node_use=True),
+        attributes=JobAttributes(duration=timedelta(hours=1, minutes=30, seconds=1),
+                                 queue_name="debug", project_name="proj-1",
+                                 reservation_id="resv 1",
+                                 custom_attributes={"slurm.constraint": "haswell&ib",
+                                                    "slurm.hold": True, "slurm.requeue": False,
+                                                    "slurm.comment": "it's a test",
+                                                    "pbs.ignored": "x"})),
+    "mpirun_with_pre_post_no_inherit": JobSpec(
+        "/opt/app", ["--n", "3"], launcher="mpirun", pre_launch="/etc/pre.sh",
+        post_launch="post.sh", inherit_environment=False,
+        resources=ResourceSpecV1(process_count=4)),
+    "srun": JobSpec("/opt/app", launcher="srun", resources=ResourceSpecV1(process_count=3)),
+    "hostile": JobSpec(f"/opt/{HOSTILE}", [HOSTILE, "${HOME}", "$HOME", ""], name=HOSTILE,
+                       directory=f"/tmp/{HOSTILE}", environment={"V": HOSTILE},
+                       stdout_path=f"/tmp/{HOSTILE}/out"),
+}
+
+
+@pytest.fixture(scope="module")
+def slurm() -> JobExecutor:
+    return JobExecutor.get_instance("slurm")
+
+
+def rendered(executor: JobExecutor, spec: JobSpec) -> str:
+    text: str = executor.render_script(spec, JOB_DIR)  # type: ignore[attr-defined]
+    # the launcher scripts live wherever hpcjobs is installed
+    return text.replace(str(SCRIPTS), "<hpcjobs launchers>")
+
+
+@pytest.mark.parametrize("case", sorted(SPECS))
+def test_rendered_script_matches_its_golden_file(slurm: JobExecutor, case: str) -> None:
+    text = rendered(slurm, SPECS[case])
+    golden = GOLDEN / f"{case}.sh"
+    if os.environ.get("HPCJOBS_UPDATE_GOLDEN") == "1":
+        golden.write_text(text, encoding="utf-8")
+    assert text == golden.read_text(encoding="utf-8")
+    check = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+
+
+def test_directive_values_sbatch_cannot_carry_are_refused(slurm: JobExecutor) -> None:
+    for attributes, field in [
+        (JobAttributes(queue_name="a\nb"), "queue_name"),
+        (JobAttributes(custom_attributes={"slurm.comment": "a\\b"}), "slurm.comment"),
+        (JobAttributes(custom_attributes={"slurm.Bad Option": 1}), "slurm.Bad Option"),
+        (JobAttributes(custom_attributes={"slurm.output": "/x"}), "slurm.output"),
+    ]:
+        with pytest.raises(InvalidJobException, match=field.replace(".", r"\.")):
+            slurm.render_script(JobSpec("/bin/true", attributes=attributes), JOB_DIR)  # type: ignore[attr-defined]
