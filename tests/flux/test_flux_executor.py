@@ -234,8 +234,9 @@ def test_many_jobs_one_watcher(executor: JobExecutor) -> None:
     for i, job in enumerate(jobs):
         status = job.wait(timeout=WAIT)
         assert status is not None and status.exit_code == i % 3
-    watchers = [t.name for t in threading.enumerate() if t.name.startswith("hpcjobs-flux-")]
-    assert len(watchers) == 1 and watchers[0].endswith("-events")
+    prefix = f"hpcjobs-flux-{executor._instance}-"  # type: ignore[attr-defined]
+    threads = [t.name for t in threading.enumerate() if t.name.startswith(prefix)]
+    assert threads == [prefix + "events"]  # no callbacks here, so no dispatcher thread
 
 
 def test_list_active_jobs(executor: JobExecutor) -> None:
