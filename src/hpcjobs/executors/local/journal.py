@@ -142,7 +142,8 @@ class Journal:
         if status is not None:
             return Observation(status)
         if fields is None:
-            why = "was never started: the process that was to start it is gone"
+            why = ("was not recorded as started before the process that was to start it "
+                   "died; its state is unknown")
         else:
             why = ("ended, but its exit status is unknown: the process that watched it "
                    "died before the job ended")

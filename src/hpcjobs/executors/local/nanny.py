@@ -175,11 +175,7 @@ class Nanny:
         partial = b""
         while client_open or self.running:
             timeout = max(0.0, self.kills[0][0] - time.monotonic()) if self.kills else None
-            ready = sel.select(0) if self.unrecorded else []
-            if not ready:
-                self.record_pids()
-                ready = sel.select(timeout)
-            for key, _ in ready:
+            for key, _ in sel.select(timeout):
                 if key.fd == wake_r:
                     while True:
                         try:
@@ -197,6 +193,7 @@ class Nanny:
                 for line in lines:
                     self.handle(json.loads(line))
             self.reap()
+            self.record_pids()
             self.fire_kills()
             self.flush()
 
@@ -249,11 +246,12 @@ class Nanny:
         self.report("S", job_id, p.pid, time.time())
 
     def record_pids(self) -> None:
-        """Write the pid records of the jobs started since the last call that still run.
+        """Write the pid records of the jobs started in this round that still run.
 
-        Done when there is nothing else to do: a short job has ended (and has its exit
-        record) by then, so it never costs a record and a /proc read; until its record
-        exists, another process attaching sees the job as not yet started.
+        Done after reaping and before reporting the starts, so that a job reported as
+        started has a pid record or an exit record for any other process to find; a
+        short job that has already ended (common when many are submitted at once) never
+        costs a record and a /proc read.
         """
         for job_id in self.unrecorded:
             pid = self.pids.get(job_id)
