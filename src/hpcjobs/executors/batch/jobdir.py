@@ -93,12 +93,16 @@ class JobDir:
 
     def link(self, native_id: str) -> None:
         """Record that this directory belongs to the job ``native_id``."""
-        ids = self.path.parent / _IDS
-        ids.mkdir(mode=0o700, exist_ok=True)
-        tmp = ids / f".{native_id}.{os.getpid()}"
-        tmp.unlink(missing_ok=True)
-        tmp.symlink_to(Path("..") / self.path.name)
-        tmp.replace(ids / native_id)
+        link = self.path.parent / _IDS / native_id
+        target = os.path.join("..", self.path.name)
+        try:
+            os.symlink(target, link)
+        except FileNotFoundError:  # the first job of this work directory
+            link.parent.mkdir(mode=0o700, exist_ok=True)
+            os.symlink(target, link)
+        except FileExistsError:  # an id reused (the scheduler's state was reset)
+            link.unlink()
+            os.symlink(target, link)
 
     def remove(self) -> None:
         """Delete the directory (a submission that failed leaves nothing behind)."""

@@ -13,6 +13,7 @@ are checked with :func:`directive_value` before rendering.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Any, Mapping
@@ -68,15 +69,34 @@ def directive_value(field: str, value: str) -> str:
     return value
 
 
+# a standalone partial tag, "{{> name}}" alone on its line
+_PARTIAL = re.compile(r"^\{\{>\s*([A-Za-z0-9_]+)\s*\}\}\n", re.MULTILINE)
+
+
+def _source(name: str) -> str:
+    """The template's text with its (standalone, unindented) partials inlined."""
+    text = (TEMPLATES / f"{name}.mustache").read_text(encoding="utf-8")
+    return _PARTIAL.sub(lambda m: _source(m.group(1)), text)
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed(name: str) -> Any:
+    # parsing costs about as much as rendering: once per template and process
+    import pystache  # imported on first use: importing hpcjobs stays cheap
+    return pystache.parse(_source(name))
+
+
+@functools.lru_cache(maxsize=1)
+def _renderer() -> Any:
+    import pystache
+    return pystache.Renderer(escape=shell_quote, missing_tags="strict")
+
+
 def render(template: str, context: Mapping[str, Any]) -> str:
-    """Render ``templates/<template>.mustache`` (partials from the same folder).
+    """Render ``templates/<template>.mustache`` (its ``{{> partial}}`` lines are other
+    templates of the same folder).
 
     Missing keys are errors, so a template and its context cannot drift apart silently.
     """
-    import pystache  # imported on first use: importing hpcjobs stays cheap
-
-    renderer = pystache.Renderer(escape=shell_quote, search_dirs=[str(TEMPLATES)],
-                                 file_extension="mustache", file_encoding="utf-8",
-                                 string_encoding="utf-8", missing_tags="strict")
-    text: str = renderer.render_name(template, context)
+    text: str = _renderer().render(_parsed(template), context)
     return text
