@@ -80,6 +80,7 @@ class Record:
     alloc: Optional[str] = None
     hosts: list[str] = field(default_factory=list)
     cancel_requested: bool = False
+    in_batsim: bool = True  # registered in Batsim (not: wider than the platform)
 
 
 class JobManager:
@@ -95,8 +96,10 @@ class JobManager:
         self._cancels: list[Record] = []
         self._limit: Optional[int] = None
         self._outstanding = 0
+        self._unregistered: list[Record] = []  # wider than the platform: scheduler only
         self._waiting: deque[Record] = deque()  # acknowledged, alloc not sent yet (limited mode)
         self._hosts: list[str] = []
+        self._deferred: Optional[list[tuple[list[Job], JobStatus, bool]]] = None
         self.live = 0  # jobs registered and not final
         self.running = 0
 
@@ -135,12 +138,19 @@ class JobManager:
         bind(native_id)
         key = protocol_key(request.profile)
         name = self._profiles.get(key)
-        if name is None:
+        if name is None and request.nodes <= len(self._hosts):
             # --enable-profile-reuse: a profile registered once serves every later job
             name = self._profiles[key] = f"p{len(self._profiles) + 1}"
             self._outbox.append(protocol.register_profile(t, WORKLOAD, name, request.profile))
+        name = name or ""
         walltime = request.walltime if math.isfinite(request.walltime) else -1
-        self._outbox.append(protocol.register_job(t, native_id, request.nodes, name, walltime))
+        if request.nodes <= len(self._hosts):
+            self._outbox.append(protocol.register_job(t, native_id, request.nodes, name, walltime))
+        else:
+            # Batsim aborts the whole simulation on a job wider than the platform: such a
+            # job only goes to the scheduler, whose DENY explains the refusal
+            record.in_batsim = False
+            self._unregistered.append(record)
         self.records[native_id] = record
         self._by_number[number] = record
         self.live += 1
@@ -168,16 +178,36 @@ class JobManager:
         """Handle Batsim's ``events`` (of a message of time ``t``); return the
         decisions they lead to, timestamped ``t``."""
         out: list[Event] = []
+        self._deferred = []
         for event in events:
             handler = _HANDLERS.get(event["type"])
             if handler is not None:
                 handler(self, event, t, out)
         return out
 
+    @property
+    def pending_reports(self) -> list[tuple[list[Job], JobStatus, bool]]:
+        """The status changes :meth:`handle` found, not yet reported (see :meth:`deliver`)."""
+        return self._deferred or []
+
+    def deliver(self) -> None:
+        """Report the status changes found by the last :meth:`handle`. Deferred so the
+        session can reply to Batsim first when no waiting client is concerned: the
+        reports then run while the simulator computes (another core)."""
+        reports, self._deferred = self._deferred or [], None
+        for jobs, status, ran in reports:
+            self._report(jobs, status, ran)
+
     def flush(self, now: float) -> list[Event]:
         """What client requests add to the reply sent at ``now``: registrations
         (stamped with their submit times) and cancellations."""
         out, self._outbox = self._outbox, []
+        unregistered, self._unregistered = self._unregistered, []
+        for record in unregistered:
+            record.phase = "submitted"
+            if not record.cancel_requested:
+                self._waiting.append(record)
+        self._send_allocs(now, out)
         cancels, self._cancels = self._cancels, []
         for record in cancels:
             self._cancel(record, now, out)
@@ -187,7 +217,7 @@ class JobManager:
     def busy(self) -> bool:
         """Whether Batsim will have something to tell after the next reply (a job
         running, a registration or a cancellation to send)."""
-        return bool(self.running or self._outbox or self._cancels)
+        return bool(self.running or self._outbox or self._cancels or self._unregistered)
 
     def end(self, message: str, now: float) -> None:
         """The simulation is over or gone: every live job ends FAILED with ``message``."""
@@ -266,21 +296,33 @@ class JobManager:
             if kind == SUCCESS:
                 self._start(record, response, now, out)
             elif kind == DENY:
-                out.append(protocol.reject_job(now, record.native_id))
+                self._reject(record, now, out)
                 note = response.get("note") or "the scheduler denied the request"
                 self._finish(record, JobStatus(JobState.FAILED, now, message=f"denied: {note}",
                                                metadata={"native_state": "REJECTED"}))
             elif kind == CANCEL:
                 if not record.cancel_requested:
                     log.warning("job %s: scheduler sent CANCEL without a cancel request", record.native_id)
-                out.append(protocol.reject_job(now, record.native_id))
+                self._reject(record, now, out)
                 self._finish(record, JobStatus(JobState.CANCELED, now, message="canceled",
                                                metadata={"native_state": "REJECTED"}))
             else:
                 log.warning("job %s: unknown alloc response type %r", record.native_id, kind)
         self._send_allocs(now, out)
 
+    def _reject(self, record: Record, now: float, out: list[Event]) -> None:
+        if record.in_batsim:
+            out.append(protocol.reject_job(now, record.native_id))
+
     def _start(self, record: Record, response: dict[str, Any], now: float, out: list[Event]) -> None:
+        if not record.in_batsim:
+            log.error("job %s: scheduler %r granted %d node(s) on a platform of %d",
+                      record.native_id, self.scheduler, record.request.nodes, len(self._hosts))
+            self._responses(self.scheduler.free({"id": record.number}, now), now, out)
+            self._finish(record, JobStatus(JobState.FAILED, now, message=(
+                f"the scheduler granted {record.request.nodes} node(s), but the platform has "
+                f"{len(self._hosts)}")))
+            return
         ranks = ranks_of(response["R"])
         record.alloc = idset(ranks, " ")
         record.hosts = [self._hosts[r] for r in ranks]
@@ -312,7 +354,7 @@ class JobManager:
         elif record.phase == "submitted":
             if record in self._waiting:
                 self._waiting.remove(record)
-            out.append(protocol.reject_job(now, record.native_id))
+            self._reject(record, now, out)
             self._finish(record, JobStatus(JobState.CANCELED, now, message="canceled",
                                            metadata={"native_state": "REJECTED"}))
         elif record.phase == "registered":
@@ -338,7 +380,10 @@ class JobManager:
 
     def _set(self, record: Record, status: JobStatus) -> None:
         record.status = status
-        self._report(record.jobs, status, record.ran)
+        if self._deferred is not None:
+            self._deferred.append((list(record.jobs), status, record.ran))
+        else:
+            self._report(record.jobs, status, record.ran)
 
 
 def protocol_key(profile: dict[str, Any]) -> str:

@@ -27,7 +27,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-__all__ = ["Pacer", "RealTime", "VirtualTime", "ClientState", "WaitTracker", "TICK"]
+from ...job import Job
+
+__all__ = ["Pacer", "RealTime", "VirtualTime", "ClientState", "WaitTracker", "TICK",
+           "has_waiters"]
 
 #: real-time mode: the longest a client request waits for the simulation, in wall seconds
 TICK = 0.05
@@ -157,6 +160,12 @@ class WaitTracker(threading.Condition):
         fn = self._on_change()
         if fn is not None:
             fn(delta)
+
+
+def has_waiters(job: Job) -> bool:
+    """Whether a thread is blocked in ``job.wait()`` (as far as a WaitTracker knows)."""
+    cond = job._cond
+    return isinstance(cond, WaitTracker) and bool(cond._tokens)
 
 
 def _weak_callable(fn: Callable[[int], None]) -> Callable[[], Optional[Callable[[int], None]]]:

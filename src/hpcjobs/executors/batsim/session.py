@@ -36,7 +36,7 @@ from ...errors import SubmitException
 from ...job import Job
 from . import protocol
 from .jobmanager import JobManager, JobRequest, Record
-from .pacing import ClientState, Pacer, WaitTracker
+from .pacing import ClientState, Pacer, WaitTracker, has_waiters
 from .process import spawn, tail
 from .protocol import Codec, Event, Message
 
@@ -105,9 +105,13 @@ class Session:
             yield
         finally:
             with self._pace:
-                self._client.calls -= 1
-                self._client.last_activity = time.monotonic()
-                self._pace.notify_all()
+                client = self._client
+                client.calls -= 1
+                client.last_activity = time.monotonic()
+                # wake the loop only when it may now reply: a notify per call would
+                # hand the GIL to the loop thread on every submit
+                if not client.calls and client.waiters:
+                    self._pace.notify_all()
 
     def submit(self, request: JobRequest, job: Job, bind: Callable[[str], None]) -> Record:
         """Register a job in the reply to the message Batsim is waiting on."""
@@ -123,8 +127,7 @@ class Session:
                     if self._held is None:
                         continue
                     t = self._pacer.submit_time(self._held)
-                    self._client.actions = True
-                    self._pace.notify_all()
+                    self._request_reply()
                 self._floor = max(self._floor, t)
                 return self.jm.register(t, request, job, bind)
 
@@ -133,8 +136,7 @@ class Session:
         with self._lock:
             self.jm.request_cancel(record)
         with self._pace:
-            self._client.actions = True
-            self._pace.notify_all()
+            self._request_reply()
 
     def record(self, native_id: str) -> Optional[Record]:
         """The job ``native_id`` of this simulation, if there is one."""
@@ -184,11 +186,19 @@ class Session:
         if self.process.poll() is None:
             self.process.kill()
 
+    def _request_reply(self) -> None:
+        # called with _pace held: something waits for the next reply
+        if not self._client.actions:
+            self._client.actions = True
+            self._pace.notify_all()
+
     def _waiters_changed(self, delta: int) -> None:
         with self._pace:
-            self._client.waiters += delta
-            self._client.last_activity = time.monotonic()
-            self._pace.notify_all()
+            client = self._client
+            client.waiters += delta
+            client.last_activity = time.monotonic()
+            if client.waiters == delta > 0:  # the first waiter: the loop may go on
+                self._pace.notify_all()
 
     # -- the decision loop -------------------------------------------------------------
     def _loop(self) -> None:
@@ -209,11 +219,18 @@ class Session:
                         self._call_at = None
                     decisions = self.jm.handle(msg.events, msg.now)
                 if ending:
+                    self._deliver()
                     self._send(Message(msg.now, []))
                     self._end("the simulation ended before the job finished", msg.now)
                     return
-                self._hold(msg.now)
-                self._send(self._reply(msg.now, decisions))
+                if not self._concerns_waiters() and self._hold(msg.now, early=True):
+                    # nobody waits for these changes: reply first, report while Batsim works
+                    self._send(self._reply(msg.now, decisions))
+                    self._deliver()
+                else:
+                    self._deliver()
+                    self._hold(msg.now, early=False)
+                    self._send(self._reply(msg.now, decisions))
                 msg = self._recv()
         except SimulatorGone as e:
             self._fail(str(e))
@@ -224,8 +241,9 @@ class Session:
         finally:
             self._cleanup()
 
-    def _hold(self, t: float) -> None:
-        """Publish the held message and wait until the reply may go."""
+    def _hold(self, t: float, early: bool) -> bool:
+        """Publish the held message and wait until the reply may go; with ``early``,
+        only say whether it may go now (no waiting)."""
         def delay() -> Optional[float]:
             if not (self.jm.busy or self._call_at is not None or self._client.closing
                     or self._client.actions):
@@ -234,7 +252,18 @@ class Session:
         with self._pace:
             self._held = t
             self._pace.notify_all()
+            if early:
+                return delay() is None
         self._wait(delay)
+        return True
+
+    def _concerns_waiters(self) -> bool:
+        """Whether a pending status change is for a job a client blocks on."""
+        return any(has_waiters(job) for jobs, _, _ in self.jm.pending_reports for job in jobs)
+
+    def _deliver(self) -> None:
+        with self._lock:
+            self.jm.deliver()
 
     def _wait(self, delay: Callable[[], Optional[float]]) -> None:
         with self._pace:

@@ -28,6 +28,7 @@ are its two ``schedule`` policies.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from abc import ABC, abstractmethod
@@ -192,6 +193,7 @@ class QueueScheduler(Scheduler):
         self._queue: list[Pending] = []  # in key order
         self._pending: dict[int, Pending] = {}
         self._running: dict[int, Running] = {}
+        self._ends: list[tuple[float, int]] = []  # (expected end, id) of running jobs, sorted
         self._out: list[Msg] = []
         self._fresh: list[Pending] = []  # queued jobs not yet annotated
         self._version = 0  # bumped whenever running jobs change (estimates go stale)
@@ -207,7 +209,7 @@ class QueueScheduler(Scheduler):
     def hello(self, job: Msg) -> None:
         ranks = ranks_of(job["R"])
         expiration = float(job["R"]["execution"].get("expiration", 0))
-        self._running[int(job["id"])] = Running(int(job["id"]), ranks, expiration or math.inf)
+        self._add_running(Running(int(job["id"]), ranks, expiration or math.inf))
         taken = set(ranks)
         self._free = [r for r in self._free if r not in taken]
         heapq.heapify(self._free)
@@ -232,6 +234,8 @@ class QueueScheduler(Scheduler):
     def free(self, request: Msg, now: float) -> list[Msg]:
         job = self._running.pop(int(request["id"]), None)
         if job is not None:
+            ends = self._ends
+            del ends[bisect.bisect_left(ends, (job.end, job.id))]
             for rank in job.ranks:
                 heapq.heappush(self._free, rank)
             self._version += 1
@@ -279,8 +283,7 @@ class QueueScheduler(Scheduler):
         (removing its volatile annotations, RFC 27 "Alloc Success")."""
         ranks = sorted(heapq.heappop(self._free) for _ in range(job.nodes))
         end = now + job.duration
-        self._running[job.id] = Running(job.id, ranks, end)
-        self._version += 1
+        self._add_running(Running(job.id, ranks, end))
         del self._pending[job.id]
         self._queue.remove(job)
         expiration = 0.0 if math.isinf(end) else end
@@ -330,13 +333,19 @@ class QueueScheduler(Scheduler):
         free = len(self._free)
         if free >= nodes:
             return now, free - nodes
-        for end, count in sorted((r.end, len(r.ranks)) for r in self._running.values()):
-            free += count
+        running = self._running
+        for end, job_id in self._ends:  # in end order: usually only the first few are read
+            free += len(running[job_id].ranks)
             if free >= nodes:
                 return max(end, now), free - nodes
         return math.inf, 0
 
     # -- internals ---------------------------------------------------------------------
+    def _add_running(self, job: Running) -> None:
+        self._running[job.id] = job
+        bisect.insort(self._ends, (job.end, job.id))
+        self._version += 1
+
     def _insert(self, job: Pending) -> None:
         queue = self._queue
         if not queue or queue[-1].key <= job.key:  # the common case: arrivals in order

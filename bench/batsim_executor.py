@@ -1,0 +1,112 @@
+"""Batsim executor throughput: N ``sleep`` jobs through ``JobExecutor.submit`` in
+virtual time on a 1,000-host simulated platform, submit all, wait all, close.
+
+Baseline in the same run: the same simulator (``hpcjobs.sim``, a separate process) and
+the same jobs, driven by a minimal decision process (this file's ``minimal``): one
+reply registering every job, FIFO onto free hosts, no PSI/J, no scheduler interface.
+Both include simulator start-up and the end of the simulation. Prints one JSON line:
+jobs per wall-clock second of both and their ratio (target: ratio >= 0.5).
+Usage: python bench/batsim_executor.py [N] [HOSTS]
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from datetime import timedelta
+from pathlib import Path
+
+import zmq
+
+import hpcjobs as psij
+from hpcjobs.executors.batsim.platform import write_platform
+
+
+def seconds(i: int) -> int:
+    """The simulated duration of job i (1..100 s, so completions interleave)."""
+    return 1 + (i * 37) % 100
+
+
+def minimal(n: int, hosts: int, work: Path) -> float:
+    """The simulator driven by a bare decision process; jobs per wall-clock second."""
+    platform = write_platform(work / "platform.xml", hosts, 1, "1Gf")
+    endpoint = f"ipc://{work}/minimal.sock"
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.REP)
+    sock.bind(endpoint)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "hpcjobs.sim", "-p", str(platform),
+                             "-e", str(work / "minimal"), "-s", endpoint, "-q", "--timeout", "0",
+                             "--enable-dynamic-jobs", "--acknowledge-dynamic-jobs",
+                             "--enable-profile-reuse"])
+    free = deque(range(hosts))
+    queue: deque[str] = deque()
+    registered = False
+    while True:
+        msg = json.loads(sock.recv())
+        now, out = msg["now"], []
+        for event in msg["events"]:
+            kind, data = event["type"], event["data"]
+            if kind == "SIMULATION_ENDS":
+                sock.send(json.dumps({"now": now, "events": []}).encode())
+                proc.wait()
+                sock.close(linger=0)
+                ctx.term()
+                return n / (time.perf_counter() - t0)
+            if kind == "JOB_SUBMITTED":
+                queue.append(data["job_id"])
+            elif kind == "JOB_COMPLETED":
+                free.append(int(data["alloc"]))
+        if not registered:
+            registered = True
+            profiles = {seconds(i) for i in range(n)}
+            out += [{"timestamp": now, "type": "REGISTER_PROFILE",
+                     "data": {"workload_name": "b", "profile_name": f"d{s}",
+                              "profile": {"type": "delay", "delay": s}}} for s in sorted(profiles)]
+            out += [{"timestamp": now, "type": "REGISTER_JOB",
+                     "data": {"job_id": f"b!{i}", "job": {"id": f"b!{i}", "subtime": now, "res": 1,
+                                                          "profile": f"d{seconds(i)}", "walltime": 1000}}}
+                    for i in range(n)]
+            out.append({"timestamp": now, "type": "NOTIFY", "data": {"type": "registration_finished"}})
+        while queue and free:
+            out.append({"timestamp": now, "type": "EXECUTE_JOB",
+                        "data": {"job_id": queue.popleft(), "alloc": str(free.popleft())}})
+        sock.send(json.dumps({"now": now, "events": out}).encode())
+
+
+def executor(n: int, hosts: int, work: Path) -> float:
+    """The same through JobExecutor.submit; jobs per wall-clock second."""
+    attrs = psij.JobAttributes(duration=timedelta(seconds=1000))
+    jobs = [psij.Job(psij.JobSpec("sleep", [str(seconds(i))], attributes=attrs)) for i in range(n)]
+    t0 = time.perf_counter()
+    ex = psij.JobExecutor.get_instance("batsim", config={
+        "work_directory": work, "hosts": hosts, "virtual_time": True, "simulator": "hpcjobs.sim"})
+    for job in jobs:
+        ex.submit(job)
+    for job in jobs:
+        status = job.wait()
+        assert status is not None and status.state is psij.JobState.COMPLETED, status
+    ex.close()
+    return n / (time.perf_counter() - t0)
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
+    hosts = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000
+    with tempfile.TemporaryDirectory(prefix="bench-batsim-") as tmp:
+        base = Path(tmp) / "minimal"
+        base.mkdir()
+        baseline = minimal(n, hosts, base)
+        ours = executor(n, hosts, Path(tmp) / "executor")
+    print(json.dumps({"benchmark": "batsim_executor", "jobs": n, "hosts": hosts,
+                      "minimal_decision_process_jobs_per_s": round(baseline, 1),
+                      "executor_jobs_per_s": round(ours, 1), "ratio": round(ours / baseline, 3),
+                      "target_ratio": 0.5}))
+
+
+if __name__ == "__main__":
+    main()
