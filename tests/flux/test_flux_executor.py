@@ -566,3 +566,18 @@ def test_guest_of_a_system_instance(tmp_path: Path) -> None:
     finally:
         ex.close()
         flux.double.stop_instance(uri)
+
+
+def test_journal_restart_catches_up(executor: JobExecutor, flux_uri: str) -> None:
+    """When the journal stream ends (job-manager reloaded), the watcher reconnects and
+    the history replay brings what happened meanwhile."""
+    job = Job(JobSpec("/bin/sleep", ["1"]))
+    executor.submit(job)
+    job.wait(timeout=WAIT, target_states=JobState.ACTIVE)
+    flux.double.end_journals(flux_uri)
+    status = job.wait(timeout=WAIT)
+    assert status is not None and (status.state, status.exit_code) == (JobState.COMPLETED, 0)
+    later = Job(JobSpec("/bin/true"))
+    executor.submit(later)
+    status = later.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.COMPLETED

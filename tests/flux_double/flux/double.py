@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 _INSTANCES: dict[str, Instance] = {}
+#: what a journal subscriber receives when its stream ends
+JOURNAL_ENDED = object()
 _COUNTER = itertools.count()
 
 # job-manager/event.c transitions (fixtures README section 3)
@@ -68,6 +70,16 @@ def stop_instance(uri: str) -> None:
     """Cancel every active job, wait for them to be cleaned up, forget the instance."""
     instance = _INSTANCES.pop(uri)
     instance.shutdown()
+
+
+def end_journals(uri: str) -> None:
+    """End every journal stream of the instance, as when the job-manager module is
+    reloaded (journal.c answers ENODATA: the Python consumer's ``poll`` returns None)."""
+    instance = _INSTANCES[uri]
+    with instance.cv:
+        for sink in instance.journals:
+            sink(JOURNAL_ENDED)
+        instance.journals.clear()
 
 
 def lookup(uri: str) -> Instance | None:

@@ -135,7 +135,7 @@ class Watcher:
         return True
 
     def _follow_journal(self, handle: Any) -> None:
-        """Until stopped, or the stream ends (then the caller reconnects)."""
+        """Until stopped; ``ConnectionError`` if the stream ends (the caller reconnects)."""
         consumer = self._flux_job.JournalConsumer(handle, full=True).start()
         log.debug("%s: following the Flux job-manager journal", self._name)
         while not self._stop.is_set():
@@ -143,9 +143,8 @@ class Watcher:
                 event = consumer.poll(_TICK)
             except TimeoutError:
                 continue
-            if event is None:
-                log.warning("%s: the Flux journal ended; reconnecting", self._name)
-                return
+            if event is None:  # the job manager ended the stream (e.g. unloaded)
+                raise ConnectionError("the Flux journal ended")
             if not self._deliver(event, handle):
                 break
         consumer.stop()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import queue
 from typing import TYPE_CHECKING, Any
 
+from flux.double import JOURNAL_ENDED
 from flux.job.event import EventLogEvent
 from flux.job.JobID import JobID
 
@@ -62,6 +63,9 @@ class JournalConsumer:
             return
         if isinstance(item, BaseException):  # an error response, raised by poll()
             self._queue.put(item)
+            return
+        if item is JOURNAL_ENDED:
+            self._queue.put(_END)
             return
         jobid, event, extra = item
         if event["timestamp"] > self.since:
