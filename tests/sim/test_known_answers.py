@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import INPUTS, read_csv, write_json
+from simharness import INPUTS, read_csv, write_json
 
 from hpcjobs.sim import intervals
 

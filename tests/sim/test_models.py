@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import INPUTS
+from simharness import INPUTS
 
 from hpcjobs.sim import intervals, units
 from hpcjobs.sim.errors import InputError, ProtocolViolation

@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from conftest import INPUTS, write_json
+from simharness import INPUTS, write_json
 
 ZL = str(INPUTS / "zero_latency_platform.xml")
 

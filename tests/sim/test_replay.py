@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, INPUTS, read_csv
+from simharness import FIXTURES, INPUTS, read_csv
 
 LATENCY_SLACK = 0.025
 TIME_KEYS = {"now", "timestamp"}

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import INPUTS, write_json
+from simharness import INPUTS, write_json
 
 ZL = str(INPUTS / "zero_latency_platform.xml")
 Reply = Callable[[dict[str, Any]], tuple[float, list[dict[str, Any]]]]
