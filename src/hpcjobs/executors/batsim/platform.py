@@ -2,12 +2,13 @@
 few facts the executor needs (cores per host) from a given one.
 
 The written platform has the shape of the recorded Batsim runs'
-``zero_latency_platform.xml`` (fixtures/batsim-4.2.1/inputs): a cluster of compute hosts
-``node0`` ... ``node<N-1>`` and a one-host master cluster, joined by a backbone, all
-with zero latency. A delay profile of N seconds then lasts exactly N simulated seconds,
-so simulated times are round numbers a user can reason about. (Batsim numbers compute
-resources in host-name order, so resource 2 of a 16-host platform is ``node10``; the
-executor always reports host names, never guesses them from ids.)
+``zero_latency_platform.xml`` (fixtures/batsim-4.2.1/inputs): clusters of compute hosts
+and a one-host master cluster, joined by a backbone, all with zero latency. A delay
+profile of N seconds then lasts exactly N simulated seconds, so simulated times are
+round numbers a user can reason about. Batsim numbers compute resources in host-name
+order, so names are zero-padded (``node007``) to keep resource ``i`` on host
+``node<i>``: a cluster's radical cannot pad, so there is one cluster per number of
+digits (``node00``-``node09`` has prefix ``node0``, ``node10``-``node63`` prefix ``node``).
 """
 
 from __future__ import annotations
@@ -31,25 +32,32 @@ def _speed(speed: Union[str, float]) -> str:
 def write_platform(path: Path, hosts: int, cores: int, speed: Union[str, float]) -> Path:
     """Write a platform of ``hosts`` compute hosts (``cores`` cores of ``speed``
     each) plus the master host to ``path``; return ``path``."""
-    radical = "0" if hosts == 1 else f"0-{hosts - 1}"
-    text = (
-        "<?xml version='1.0'?>\n"
-        '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
-        '<platform version="4.1">\n'
-        '  <zone id="AS0" routing="Full">\n'
-        f'    <cluster id="C" prefix="node" suffix="" radical={quoteattr(radical)} '
-        f'speed={quoteattr(_speed(speed))} core="{cores}" bw="10GBps" lat="0us"/>\n'
-        f'    <cluster id="M" prefix="{MASTER_HOST}" suffix="" radical="0-0" speed="1Gf" '
-        'bw="10GBps" lat="0us">\n'
-        '      <prop id="role" value="master"/>\n'
-        '    </cluster>\n'
-        '    <link id="backbone" bandwidth="10GBps" latency="0us"/>\n'
-        f'    <zoneRoute src="C" dst="M" gw_src="nodeC_router" gw_dst="{MASTER_HOST}M_router">\n'
-        '      <link_ctn id="backbone"/>\n'
-        '    </zoneRoute>\n'
-        '  </zone>\n'
-        '</platform>\n'
-    )
+    width = len(str(hosts - 1))
+    clusters = []
+    for digits in range(1, width + 1):
+        first = 0 if digits == 1 else 10 ** (digits - 1)
+        last = min(10 ** digits, hosts) - 1
+        if first <= last:
+            clusters.append((f"C{digits}", "node" + "0" * (width - digits), first, last))
+    lines = []
+    for cid, prefix, first, last in clusters:
+        radical = str(first) if first == last else f"{first}-{last}"
+        lines.append(f'    <cluster id="{cid}" prefix="{prefix}" suffix="" radical="{radical}" '
+                     f'speed={quoteattr(_speed(speed))} core="{cores}" bw="10GBps" lat="0us"/>\n')
+    lines.append(f'    <cluster id="M" prefix="{MASTER_HOST}" suffix="" radical="0-0" speed="1Gf" '
+                 'bw="10GBps" lat="0us">\n      <prop id="role" value="master"/>\n    </cluster>\n')
+    lines.append('    <link id="backbone" bandwidth="10GBps" latency="0us"/>\n')
+    zones = [(cid, f"{prefix}{cid}_router") for cid, prefix, _, _ in clusters]
+    zones.append(("M", f"{MASTER_HOST}M_router"))
+    # routing="Full" needs a route between every two zones (SimGrid makes them symmetric)
+    for i, (src, gw_src) in enumerate(zones):
+        for dst, gw_dst in zones[i + 1:]:
+            lines.append(f'    <zoneRoute src="{src}" dst="{dst}" gw_src="{gw_src}" gw_dst="{gw_dst}">'
+                         '<link_ctn id="backbone"/></zoneRoute>\n')
+    text = ("<?xml version='1.0'?>\n"
+            '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
+            '<platform version="4.1">\n'
+            '  <zone id="AS0" routing="Full">\n' + "".join(lines) + "  </zone>\n</platform>\n")
     path.write_text(text, encoding="utf-8")
     return path
 

@@ -1,0 +1,121 @@
+"""The simulated schedule as a Gantt chart: Batsim's ``<prefix>_jobs.csv`` -> PNG.
+
+One bar per job and contiguous range of resources it held, from its start to its
+finish (simulated seconds), coloured by how it ended. Needs matplotlib, the optional
+extra ``hpcjobs[gantt]``; without it :func:`draw` raises :class:`GanttUnavailable` with
+the install command. Command line::
+
+    python -m hpcjobs.executors.batsim.gantt out_jobs.csv schedule.png
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence, Union
+
+from .schedulers.base import parse_idset
+
+__all__ = ["draw", "read_jobs", "JobBar", "GanttUnavailable", "main"]
+
+_COLOURS = {"COMPLETED_SUCCESSFULLY": "#4c9a2a", "COMPLETED_FAILED": "#c0392b",
+            "COMPLETED_WALLTIME_REACHED": "#e67e22", "COMPLETED_KILLED": "#7f8c8d"}
+
+
+class GanttUnavailable(ImportError):
+    """matplotlib (the ``gantt`` extra) is not installed."""
+
+
+@dataclass(frozen=True)
+class JobBar:
+    """A job of the schedule: where and when it ran."""
+
+    job_id: str
+    start: float
+    finish: float
+    resources: list[int]
+    state: str
+
+
+def read_jobs(jobs_csv: Union[str, Path]) -> list[JobBar]:
+    """The jobs that ran, from Batsim's ``_jobs.csv`` (rejected jobs are not in it)."""
+    bars = []
+    with open(jobs_csv, newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            if not row.get("allocated_resources"):
+                continue  # never ran (killed while queued)
+            bars.append(JobBar(f"{row['workload_name']}!{row['job_id']}", float(row["starting_time"]),
+                               float(row["finish_time"]), parse_idset(row["allocated_resources"]),
+                               row["final_state"]))
+    return bars
+
+
+def _ranges(ids: list[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for i in ids:
+        if out and out[-1][1] == i - 1:
+            out[-1] = (out[-1][0], i)
+        else:
+            out.append((i, i))
+    return out
+
+
+def draw(jobs_csv: Union[str, Path], out_png: Union[str, Path], title: Optional[str] = None) -> Path:
+    """Draw the schedule in ``jobs_csv`` to the PNG file ``out_png``; return its path."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")  # no display needed
+        import matplotlib.pyplot as plt
+        from matplotlib.patches import Patch
+    except ImportError as e:
+        raise GanttUnavailable("drawing a Gantt chart needs matplotlib: "
+                               "pip install 'hpcjobs[gantt]'") from e
+    bars = read_jobs(jobs_csv)
+    fig, ax = plt.subplots(figsize=(10, 5))
+    try:
+        for bar in bars:
+            colour = _COLOURS.get(bar.state, "#2c3e50")
+            for lo, hi in _ranges(bar.resources):
+                ax.broken_barh([(bar.start, bar.finish - bar.start)], (lo, hi - lo + 1),
+                               facecolors=colour, edgecolors="white", linewidth=0.5)
+                if len(bars) <= 50:
+                    ax.text(bar.start + (bar.finish - bar.start) / 2, lo + (hi - lo + 1) / 2,
+                            bar.job_id.split("!")[-1], ha="center", va="center", fontsize=7,
+                            color="white")
+        ax.set_xlabel("simulated time (s)")
+        ax.set_ylabel("resource")
+        ax.set_title(title or f"Schedule: {Path(jobs_csv).name}")
+        ax.legend(handles=[Patch(color=c, label=s.replace("COMPLETED_", "").lower())
+                           for s, c in _COLOURS.items()], loc="upper right", fontsize=7)
+        if bars:
+            ax.set_ylim(0, max(max(b.resources) for b in bars) + 1)
+            ax.set_xlim(min(b.start for b in bars), max(b.finish for b in bars))
+        fig.tight_layout()
+        fig.savefig(out_png, format="png")
+    finally:
+        plt.close(fig)
+    return Path(out_png)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m hpcjobs.executors.batsim.gantt <jobs.csv> <out.png>``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2:
+        print("usage: python -m hpcjobs.executors.batsim.gantt <jobs.csv> <out.png>", file=sys.stderr)
+        return 2
+    try:
+        path = draw(args[0], args[1])
+    except GanttUnavailable as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except (OSError, KeyError, ValueError) as e:
+        print(f"error: cannot draw {args[0]!r}: {e!r}", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

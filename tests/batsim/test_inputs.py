@@ -1,0 +1,71 @@
+"""Profiles derived from job specs, and the platform the executor writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hpcjobs import InvalidJobException, JobAttributes, JobSpec
+from hpcjobs.executors.batsim.platform import cores_per_host, write_platform
+from hpcjobs.executors.batsim.profiles import MIN_DELAY, profile_for
+from hpcjobs.sim.platform import parse_platform
+
+
+@pytest.mark.parametrize("exe, args, profile", [
+    ("sleep", ["10"], {"type": "delay", "delay": 10.0}),
+    ("/bin/sleep", ["1.5m"], {"type": "delay", "delay": 90.0}),
+    ("sleep", ["0"], {"type": "delay", "delay": MIN_DELAY}),  # Batsim needs delay > 0
+    ("/usr/bin/true", [], {"type": "delay", "delay": MIN_DELAY}),
+    ("false", [], {"type": "delay", "delay": MIN_DELAY, "ret": 1}),
+])
+def test_derived_profiles(exe: str, args: list[str], profile: dict[str, object]) -> None:
+    assert profile_for(JobSpec(exe, args)) == profile
+
+
+def test_environment_substitution_in_sleep_argument() -> None:
+    spec = JobSpec("sleep", ["${T}"], environment={"T": "7"}, inherit_environment=False)
+    assert profile_for(spec) == {"type": "delay", "delay": 7.0}
+
+
+def test_explicit_profile_wins_and_is_sent_as_given() -> None:
+    prof = {"type": "parallel_homogeneous", "cpu": 1e9, "com": 0}
+    spec = JobSpec("sleep", ["5"], attributes=JobAttributes(custom_attributes={"batsim.profile": prof}))
+    assert profile_for(spec) is prof
+
+
+@pytest.mark.parametrize("spec, match", [
+    (JobSpec("hostname"), "batsim.profile"),
+    (JobSpec("sleep", []), "exactly one"),
+    (JobSpec("sleep", ["-1"]), ">= 0"),
+    (JobSpec("sleep", ["inf"]), ">= 0"),
+    (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": {"type": "delay", "delay": -2}})),
+     "delay"),
+    (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": {"type": "delay",
+                                                                                  "delay": float("nan")}})),
+     "not JSON"),
+    (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": {"type": "delay",
+                                                                                  "delay": 1, "x": {1, 2}}})),
+     "not JSON"),
+])
+def test_bad_profiles(spec: JobSpec, match: str) -> None:
+    with pytest.raises(InvalidJobException, match=match):
+        profile_for(spec)
+
+
+@pytest.mark.parametrize("hosts", [1, 7, 16, 100])
+def test_written_platform_numbers_hosts_in_order(tmp_path: Path, hosts: int) -> None:
+    path = write_platform(tmp_path / "p.xml", hosts, 4, "2Gf")
+    platform = parse_platform(str(path))  # the embedded simulator's reader
+    names = [h.name for h in platform.compute]
+    width = len(str(hosts - 1))
+    assert names == [f"node{i:0{width}d}" for i in range(hosts)]
+    assert {h.cores for h in platform.compute} == {4} and cores_per_host(path) == 4
+    assert platform.route(names[0], names[-1]) is not None
+
+
+def test_cores_of_a_given_platform() -> None:
+    fixture = Path("/work/shared/fixtures/batsim-4.2.1/inputs/small_platform.xml")
+    if not fixture.is_file():
+        pytest.skip("fixture not present")
+    assert cores_per_host(fixture) == 1
