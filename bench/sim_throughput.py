@@ -7,7 +7,7 @@ between two processes of this machine (the floor no simulator over this protocol
 beat). For scale, real Batsim 4.2.1 does the full workload here at about 900 jobs/s
 with 540 MB; the target is >= 5,000 jobs/s and <= 200 MB.
 
-Usage: python bench/sim_throughput.py [--jobs 100000] [--hosts 1000] [--seed 1]
+Usage: python bench/sim_throughput.py [--jobs 100000] [--hosts 1000] [--seed 1] [--time-resolution 1]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def arrival_rate(nb_hosts: int) -> float:
     return 0.9 * nb_hosts / (4.5 * 60.5)
 
 
-def write_inputs(folder: str, nb_jobs: int, nb_hosts: int, seed: int) -> tuple[str, str]:
+def write_inputs(folder: str, nb_jobs: int, nb_hosts: int, seed: int, resolution: float) -> tuple[str, str]:
     rng = random.Random(seed)
     platform = os.path.join(folder, "platform.xml")
     with open(platform, "w", encoding="utf-8") as out:
@@ -63,7 +63,8 @@ def write_inputs(folder: str, nb_jobs: int, nb_hosts: int, seed: int) -> tuple[s
     now = 0.0
     for i in range(nb_jobs):
         now += rng.expovariate(arrival_rate(nb_hosts))
-        jobs.append({"id": i, "subtime": float(int(now)), "res": rng.randint(1, 8),
+        subtime = float(int(now / resolution) * resolution) if resolution > 0 else now
+        jobs.append({"id": i, "subtime": subtime, "res": rng.randint(1, 8),
                      "profile": f"d{rng.choice(delays)}", "walltime": -1})
     workload = os.path.join(folder, "workload.json")
     with open(workload, "w", encoding="utf-8") as out:
@@ -131,9 +132,12 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--hosts", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--time-resolution", type=float, default=1.0,
+                        help="subtimes are multiples of this (s); 0: continuous, so almost every "
+                             "event gets a message of its own (about 2 per job)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        platform, workload = write_inputs(folder, args.jobs, args.hosts, args.seed)
+        platform, workload = write_inputs(folder, args.jobs, args.hosts, args.seed, args.time_resolution)
         endpoint = f"ipc://{folder}/bench.sock"
         ctx = zmq.Context()
         sock = ctx.socket(zmq.REP)
@@ -154,7 +158,7 @@ def main() -> None:
     print(json.dumps({
         "bench": "sim_throughput", "jobs": args.jobs, "hosts": args.hosts, "exit_code": code,
         "jobs_finished": finished, "arrival_rate_per_s": round(arrival_rate(args.hosts), 3),
-        "time_resolution_s": 1, "messages": messages, "messages_per_job": round(messages / args.jobs, 3), "wall_s": round(elapsed, 3),
+        "time_resolution_s": args.time_resolution, "messages": messages, "messages_per_job": round(messages / args.jobs, 3), "wall_s": round(elapsed, 3),
         "jobs_per_s": round(jobs_per_s, 1), "peak_rss_mb": round(peak_mb, 1),
         "baseline_zmq_json_roundtrips_per_s": round(baseline, 1),
         "roundtrip_floor_jobs_per_s": round(baseline * args.jobs / messages, 1),
