@@ -108,3 +108,6 @@ def run(argv: list[str]) -> int:
     except OSError as exc:
         print(f"hpcjobs.sim: error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("hpcjobs.sim: error: interrupted", file=sys.stderr)
+        return 130
