@@ -43,7 +43,7 @@ def hpcjobs(n: int, work: str) -> float:
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
-    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     ours = base = 0.0
     for _ in range(rounds):
         with tempfile.TemporaryDirectory() as work:

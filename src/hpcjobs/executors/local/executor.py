@@ -154,7 +154,8 @@ class LocalJobExecutor(JobExecutor):
 
     def _get_journal(self) -> Journal:
         if self._journal is None:
-            self._journal = Journal(self.work_directory)
+            # absolute: the nanny and other processes may run in other directories
+            self._journal = Journal(self.work_directory.absolute())
         return self._journal
 
     def _link(self) -> NannyLink:
