@@ -88,8 +88,11 @@ class BatsimJobExecutor(JobExecutor):
             session = self._session_for_submit()
             if self.settings.virtual_time:
                 session.track_waits(job)
-            with session.client_call():
+            session.enter_call()
+            try:
                 session.submit(request, job, lambda native_id: job._bind(self, native_id))
+            finally:
+                session.exit_call()
 
     def cancel(self, job: Job) -> None:
         """KILL_JOB for a running job; a queued one is withdrawn from the scheduler
@@ -134,25 +137,19 @@ class BatsimJobExecutor(JobExecutor):
 
     def _request(self, spec: JobSpec) -> JobRequest:
         profile = profile_for(spec)
-        res = spec.resources_v1
-        nodes = res.computed_node_count
-        if nodes is None:
-            cores = res.computed_process_count * (res.cpu_cores_per_process or 1)
-            nodes = math.ceil(cores / self._cores_per_host())
+        nodes: Optional[int] = 1
+        if spec.resources is not None:  # (resources_v1 would build a default object)
+            res = spec.resources_v1
+            nodes = res.computed_node_count
+            if nodes is None:
+                cores = res.computed_process_count * (res.cpu_cores_per_process or 1)
+                nodes = math.ceil(cores / self._cores_per_host())
         walltime = spec.attributes.duration.total_seconds()
         if not walltime > 0:
             raise InvalidJobException(f"JobAttributes.duration must be > 0, got {spec.attributes.duration}")
-        jobspec = {
-            "version": 1,
-            "resources": [{"type": "node", "count": nodes, "with": [
-                {"type": "slot", "count": 1, "label": "task",
-                 "with": [{"type": "core", "count": self._cores_per_host()}]}]}],
-            "tasks": [{"command": [spec.executable or "", *(spec.arguments or [])],
-                       "slot": "task", "count": {"per_slot": 1}}],
-            "attributes": {"system": {"duration": walltime,
-                                      **({"job": {"name": spec.name}} if spec.name else {})}},
-        }
-        return JobRequest(nodes, walltime, profile, jobspec)
+        assert nodes is not None
+        return JobRequest(nodes, walltime, profile, [spec.executable or "", *(spec.arguments or [])],
+                          spec.name, self._cores_per_host())
 
     def _cores_per_host(self) -> int:
         if self._cores is None:

@@ -23,7 +23,7 @@ import math
 import os
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Hashable, Optional
 
 from ...job import Job
 from ...state import JobState, JobStatus
@@ -53,18 +53,33 @@ FINAL_STATES: dict[str, tuple[JobState, Optional[str]]] = {
 Report = Callable[[list[Job], JobStatus, bool], None]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class JobRequest:
     """What a PSI/J job asks of the simulated cluster."""
 
     nodes: int
     walltime: float
     profile: dict[str, Any]
-    jobspec: dict[str, Any]  # RFC 14, for the scheduler
+    command: list[str]
+    name: Optional[str] = None
+    cores: int = 1  # per node
     priority: int = 16
 
+    def jobspec(self) -> dict[str, Any]:
+        """The request as an RFC 14 jobspec, for the scheduler's alloc (built when
+        needed: thousands of queued jobs need not carry one each)."""
+        system: dict[str, Any] = {"duration": self.walltime if math.isfinite(self.walltime) else 0}
+        if self.name:
+            system["job"] = {"name": self.name}
+        return {"version": 1,
+                "resources": [{"type": "node", "count": self.nodes, "with": [
+                    {"type": "slot", "count": 1, "label": "task",
+                     "with": [{"type": "core", "count": self.cores}]}]}],
+                "tasks": [{"command": self.command, "slot": "task", "count": {"per_slot": 1}}],
+                "attributes": {"system": system}}
 
-@dataclass(eq=False)
+
+@dataclass(eq=False, slots=True)
 class Record:
     """One Batsim job and the PSI/J jobs bound to it."""
 
@@ -91,7 +106,7 @@ class JobManager:
         self.records: dict[str, Record] = {}
         self._by_number: dict[int, Record] = {}
         self._report = report
-        self._profiles: dict[str, str] = {}  # canonical JSON -> registered profile name
+        self._profiles: dict[Hashable, str] = {}  # profile key -> registered profile name
         self._outbox: list[Event] = []  # registrations, stamped at their submit time
         self._cancels: list[Record] = []
         self._limit: Optional[int] = None
@@ -154,7 +169,8 @@ class JobManager:
         self.records[native_id] = record
         self._by_number[number] = record
         self.live += 1
-        self._set(record, JobStatus(JobState.QUEUED, t, metadata={"native_state": "SUBMITTED"}))
+        record.status = JobStatus(JobState.QUEUED, t, metadata={"native_state": "SUBMITTED"})
+        self._report(record.jobs, record.status, False)  # now: submit() returns it QUEUED
         return record
 
     def attach(self, native_id: str, job: Job) -> bool:
@@ -190,11 +206,17 @@ class JobManager:
         """The status changes :meth:`handle` found, not yet reported (see :meth:`deliver`)."""
         return self._deferred or []
 
-    def deliver(self) -> None:
-        """Report the status changes found by the last :meth:`handle`. Deferred so the
-        session can reply to Batsim first when no waiting client is concerned: the
-        reports then run while the simulator computes (another core)."""
+    def deliver(self, until: Optional[Callable[[Job], bool]] = None) -> None:
+        """Report the status changes found by the last :meth:`handle`, in order (with
+        ``until``: up to the last one for a job it accepts; the others stay pending).
+        Deferred so the session can reply to Batsim first and report while the
+        simulator computes (another core), except what a waiting client needs first:
+        a client woken by a change sees every change that happened before it."""
         reports, self._deferred = self._deferred or [], None
+        if until is not None:
+            last = max((i for i, r in enumerate(reports) if any(until(job) for job in r[0])),
+                       default=-1)
+            reports, self._deferred = reports[:last + 1], reports[last + 1:]
         for jobs, status, ran in reports:
             self._report(jobs, status, ran)
 
@@ -274,7 +296,7 @@ class JobManager:
             self._outstanding += 1
             request = {"id": record.number, "priority": record.request.priority,
                        "userid": _userid(), "t_submit": record.t_submit,
-                       "jobspec": record.request.jobspec}
+                       "jobspec": record.request.jobspec()}
             self._responses(self.scheduler.alloc(request, now), now, out)
 
     def _responses(self, responses: list[dict[str, Any]], now: float, out: list[Event]) -> None:
@@ -386,9 +408,12 @@ class JobManager:
             self._report(record.jobs, status, record.ran)
 
 
-def protocol_key(profile: dict[str, Any]) -> str:
-    """A canonical text of a profile, so equal profiles are registered once."""
-    return json.dumps(profile, sort_keys=True, separators=(",", ":"))
+def protocol_key(profile: dict[str, Any]) -> Hashable:
+    """A key equal for equal profiles, so each is registered once."""
+    try:
+        return tuple(sorted(profile.items()))  # flat profiles (delay, ...): cheap
+    except TypeError:  # nested values (lists of a parallel profile, ...)
+        return json.dumps(profile, sort_keys=True, separators=(",", ":"))
 
 
 def _userid() -> int:

@@ -136,24 +136,25 @@ class WaitTracker(threading.Condition):
         super().__init__(lock)
         # weak: a job that outlives its executor must not keep the session alive
         self._on_change = _weak_callable(on_change)
-        self._tokens: list[object] = []
+        self._blocked = 0  # waiters not yet accounted for by a notify
+        self._generation = 0  # notifications so far
 
     def wait(self, timeout: Optional[float] = None) -> bool:
-        token = object()
-        self._tokens.append(token)
+        generation = self._generation
+        self._blocked += 1
         self._notify_change(1)
         try:
             return super().wait(timeout)
         finally:
-            if token in self._tokens:  # timed out: nobody accounted for it
-                self._tokens.remove(token)
+            if self._generation == generation:  # timed out: nobody accounted for it
+                self._blocked -= 1
                 self._notify_change(-1)
 
     def notify_all(self) -> None:
-        woken = len(self._tokens)
-        self._tokens.clear()
-        if woken:
-            self._notify_change(-woken)
+        self._generation += 1
+        if self._blocked:
+            self._notify_change(-self._blocked)
+            self._blocked = 0
         super().notify_all()
 
     def _notify_change(self, delta: int) -> None:
@@ -165,7 +166,7 @@ class WaitTracker(threading.Condition):
 def has_waiters(job: Job) -> bool:
     """Whether a thread is blocked in ``job.wait()`` (as far as a WaitTracker knows)."""
     cond = job._cond
-    return isinstance(cond, WaitTracker) and bool(cond._tokens)
+    return isinstance(cond, WaitTracker) and cond._blocked > 0
 
 
 def _weak_callable(fn: Callable[[int], None]) -> Callable[[], Optional[Callable[[int], None]]]:

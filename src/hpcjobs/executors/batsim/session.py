@@ -99,19 +99,27 @@ class Session:
     @contextmanager
     def client_call(self) -> Iterator[None]:
         """Mark a client call in progress (virtual time stands still meanwhile)."""
-        with self._pace:
-            self._client.calls += 1
+        self.enter_call()
         try:
             yield
         finally:
-            with self._pace:
-                client = self._client
-                client.calls -= 1
-                client.last_activity = time.monotonic()
-                # wake the loop only when it may now reply: a notify per call would
-                # hand the GIL to the loop thread on every submit
-                if not client.calls and client.waiters:
-                    self._pace.notify_all()
+            self.exit_call()
+
+    def enter_call(self) -> None:
+        """:meth:`client_call` without the context manager (submit's hot path)."""
+        with self._pace:
+            self._client.calls += 1
+
+    def exit_call(self) -> None:
+        """End of a call started with :meth:`enter_call`."""
+        with self._pace:
+            client = self._client
+            client.calls -= 1
+            client.last_activity = time.monotonic()
+            # wake the loop only when it may now reply: a notify per call would
+            # hand the GIL to the loop thread on every submit
+            if not client.calls and client.waiters:
+                self._pace.notify_all()
 
     def submit(self, request: JobRequest, job: Job, bind: Callable[[str], None]) -> Record:
         """Register a job in the reply to the message Batsim is waiting on."""
@@ -227,10 +235,15 @@ class Session:
                     # nobody waits for these changes: reply first, report while Batsim works
                     self._send(self._reply(msg.now, decisions))
                     self._deliver()
-                else:
-                    self._deliver()
+                elif self._batsim_idle():
+                    self._deliver()  # no reply can go before the client acts: report all
                     self._hold(msg.now, early=False)
                     self._send(self._reply(msg.now, decisions))
+                else:
+                    self._deliver(until=has_waiters)  # what waiting clients wait for
+                    self._hold(msg.now, early=False)
+                    self._send(self._reply(msg.now, decisions))
+                    self._deliver()
                 msg = self._recv()
         except SimulatorGone as e:
             self._fail(str(e))
@@ -245,8 +258,7 @@ class Session:
         """Publish the held message and wait until the reply may go; with ``early``,
         only say whether it may go now (no waiting)."""
         def delay() -> Optional[float]:
-            if not (self.jm.busy or self._call_at is not None or self._client.closing
-                    or self._client.actions):
+            if self._batsim_idle():
                 return 1.0  # Batsim would have nothing to do: wait for the client
             return self._pacer.hold(self._client)
         with self._pace:
@@ -257,13 +269,19 @@ class Session:
         self._wait(delay)
         return True
 
+    def _batsim_idle(self) -> bool:
+        """Whether a reply now would leave Batsim nothing to do (it would end the
+        simulation, or deadlock): nothing running, registered, cancelled or called for."""
+        client = self._client
+        return not (self.jm.busy or self._call_at is not None or client.closing or client.actions)
+
     def _concerns_waiters(self) -> bool:
         """Whether a pending status change is for a job a client blocks on."""
         return any(has_waiters(job) for jobs, _, _ in self.jm.pending_reports for job in jobs)
 
-    def _deliver(self) -> None:
+    def _deliver(self, until: Optional[Callable[[Job], bool]] = None) -> None:
         with self._lock:
-            self.jm.deliver()
+            self.jm.deliver(until)
 
     def _wait(self, delay: Callable[[], Optional[float]]) -> None:
         with self._pace:

@@ -156,7 +156,7 @@ def merge_annotations(current: Msg, update: Msg) -> Msg:
 
 
 # -- shared queue machinery --------------------------------------------------------------
-@dataclass
+@dataclass(slots=True)
 class Pending:
     """A job whose alloc request is outstanding."""
 
@@ -174,7 +174,7 @@ class Pending:
         return (-self.priority, self.t_submit, self.id)
 
 
-@dataclass
+@dataclass(slots=True)
 class Running:
     """A job holding resources."""
 
