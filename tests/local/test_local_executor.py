@@ -280,6 +280,15 @@ def test_purge_removes_old_records_only(ex: LocalJobExecutor, work: Path) -> Non
     assert str(running.native_id) in ex.list()
     running.cancel()
     final(running)
+    nannies = sorted(p.name for p in (work / "nannies").iterdir())
+    token = str(running.native_id)[:8]
+    assert nannies == [token, f"{token}.log"]
+    assert ex._threads.link is not None
+    nanny = psutil.Process(ex._threads.link.pid)
+    ex.close()  # the nanny exits once its last job has ended
+    nanny.wait(timeout=TIMEOUT)
+    journal.purge(older_than=-1)
+    assert ex.list() == [] and list((work / "nannies").iterdir()) == []
 
 
 def test_a_forgotten_executor_ends_its_threads(work: Path) -> None:

@@ -164,8 +164,22 @@ class Journal:
                     if ended < limit:
                         log.debug("purging the records of local job %s", native_id)
                         shutil.rmtree(self.job_dir(native_id), ignore_errors=True)
+                self._purge_nannies()
         except Timeout:
             pass
+
+    def _purge_nannies(self) -> None:
+        # a dead nanny's record (and log) matters only while records of its jobs remain
+        tokens = {native_id[:8] for native_id in self.list()}
+        for path in self.nannies.iterdir():
+            token = path.name.split(".", 1)[0]
+            if token in tokens or path.suffix:
+                continue
+            fields = read_record(str(path))
+            if fields is None or not process_alive(int(fields[0]), _int(fields[1])):
+                log.debug("purging the records of local job nanny %s", token)
+                for stale in (path, path.with_name(f"{token}.log")):
+                    stale.unlink(missing_ok=True)
 
 
 def _int(text: str) -> Optional[int]:
