@@ -14,7 +14,7 @@ from typing import Callable, Optional
 
 import pytest
 
-from hpcjobs import (InvalidJobException, Job, JobAttributes, JobSpec, JobState, JobStatus,
+from hpcjobs import (InvalidJobException, Job, SubmitException, JobAttributes, JobSpec, JobState, JobStatus,
                      ResourceSpecV1)
 from hpcjobs.executors.batsim import BatsimJobExecutor
 
@@ -273,6 +273,8 @@ def test_simulator_death_fails_live_jobs_with_its_error(make_executor: MakeExecu
         assert status.state is JobState.FAILED
         assert status.message is not None and "simulator exited with code" in status.message
         assert "no-such-type" in status.message
+    with pytest.raises(SubmitException, match="no-such-type"):
+        ex.submit(sleep_job(1))
 
 
 def test_many_jobs(make_executor: MakeExecutor) -> None:
@@ -302,6 +304,8 @@ def test_bad_config_is_refused_at_creation(make_executor: MakeExecutor) -> None:
         make_executor(hosts=0)
     with pytest.raises(ValueError, match="time_scale"):
         make_executor(time_scale=-1)
+    with pytest.raises(ValueError, match="simulator"):
+        make_executor(simulator="no-such-batsim-program")
     with pytest.raises(TypeError, match="unknown setting"):
         make_executor(nodes=3)
     from hpcjobs.errors import ExecutorNotFoundError

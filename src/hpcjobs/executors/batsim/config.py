@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
@@ -81,6 +82,9 @@ class BatsimExecutorConfig(JobExecutorConfig):
             raise ValueError(f"batsim config 'speed' must be > 0, got {self.speed!r}")
         if not isinstance(self.simulator, str) or not self.simulator:
             raise TypeError(f"batsim config 'simulator' must be a non-empty str, got {self.simulator!r}")
+        if self.simulator not in ("auto", "hpcjobs.sim") and shutil.which(self.simulator) is None:
+            raise ValueError(f"batsim config 'simulator': {self.simulator!r} is not a program on PATH "
+                             "(use 'auto' or 'hpcjobs.sim')")
         _positive("time_scale", self.time_scale)
         _positive("close_timeout", self.close_timeout)
         if self.virtual_idle_grace is not None:
