@@ -326,3 +326,32 @@ def test_explicit_platform_file(make_executor: MakeExecutor) -> None:
         "node0", "node1", "node2", "node3"]
 
 
+
+
+def test_cancel_right_after_submit(make_executor: MakeExecutor) -> None:
+    ex = make_executor()
+    job = sleep_job(10)
+    ex.submit(job)
+    job.cancel()  # before Batsim even acknowledged the registration
+    status = finish(job)
+    assert status.state is JobState.CANCELED
+
+
+def test_limited_mode_scheduler(make_executor: MakeExecutor) -> None:
+    from hpcjobs.executors.batsim.schedulers.fcfs import FCFSScheduler
+
+    class OneAtATime(FCFSScheduler):
+        """RFC 27 limited mode: at most one outstanding alloc."""
+
+        def ready(self) -> dict[str, object]:
+            return {"mode": "limited", "limit": 1}
+
+    ex = make_executor(hosts=2, scheduler=OneAtATime())
+    starts = Starts()
+    ex.set_job_status_callback(starts)
+    jobs = [sleep_job(10) for _ in range(3)]
+    for job in jobs:
+        ex.submit(job)
+    assert all(finish(j).state is JobState.COMPLETED for j in jobs)
+    # the manager sends the next alloc only once the previous one is answered
+    assert sorted(starts.times[j.id] for j in jobs) == [0.0, 0.0, 10.0]
