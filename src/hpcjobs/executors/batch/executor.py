@@ -310,7 +310,7 @@ class BatchSchedulerExecutor(JobExecutor):
         t.exit_mtime = record.mtime
         t.started = True
         if record.caught is None:
-            self._report(t, record.final_status())
+            self._report(t, _explain(t, record.final_status()))
             return True
         # the script was sent SIGTERM (walltime, cancel, preemption): the scheduler knows why
         log.debug("%s job %s: script caught SIG%s; asking the scheduler why",
@@ -480,6 +480,20 @@ class BatchSchedulerExecutor(JobExecutor):
                 current.metadata = {**(current.metadata or {}), **status.metadata}
             else:
                 self._set_job_status(job, status, ran=ran)
+
+
+# the shell's exit statuses for a program that could not be started
+_NOT_STARTED = {126: "found but not executable", 127: "not found"}
+
+
+def _explain(t: _Tracked, status: JobStatus) -> JobStatus:
+    """Name the executable when the status is the shell's "cannot run it" (126, 127)."""
+    spec = t.jobs[0].spec
+    why = _NOT_STARTED.get(status.exit_code or 0)
+    if why is not None and spec is not None and spec.executable:
+        status.message = (f"{status.message} (the shell's status for a command {why}: is "
+                          f"{spec.executable!r} there on the compute node?)")
+    return status
 
 
 def _stream(path: Optional[Path]) -> Optional[str]:
