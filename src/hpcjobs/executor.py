@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
-
+import threading
 import weakref
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
@@ -244,17 +244,27 @@ class JobExecutor(ABC):
         return launcher
 
     def _set_job_status(self, job: Job, status: JobStatus, ran: bool = False) -> None:
-        """Report an observed status. Ignored unless later than the job's current one;
-        skipped states are synthesised (``ran``: the job is known to have executed, so
-        a FAILED/CANCELED goes through ACTIVE). Callbacks follow on the dispatcher."""
-        entered = job._advance(status, ran)
-        if not entered:
-            return
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("job %s (%s): %s", job.id, job.native_id,
-                      " -> ".join(s.state.name for s in entered))
-        callbacks = [cb for cb in (job._callback, self._callback) if cb is not None]
-        self._dispatcher.deliver(job, entered, callbacks)
+        """Report an observed status. A later state is entered, with any skipped states
+        synthesised first (``ran``: the job is known to have executed, so a FAILED or
+        CANCELED goes through ACTIVE), and callbacks follow on the dispatcher thread.
+        The current state again refreshes the status's message and metadata (no
+        callback); anything earlier, or anything after a final state, is ignored."""
+
+        def hand_off(entered: list[JobStatus]) -> None:
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("job %s (%s): %s", job.id, job.native_id,
+                          " -> ".join(s.state.name for s in entered))
+            callbacks = [cb for cb in (job._callback, self._callback) if cb is not None]
+            self._dispatcher.deliver(job, entered, callbacks)
+
+        job._advance(status, ran, hand_off)
+
+    def _wait_condition(self, lock: threading.Lock) -> threading.Condition:
+        """Hook: the condition a client thread blocks on in ``Job.wait()`` for a job of
+        this executor (created on the first wait). A backend that must know when its
+        client is only waiting (the Batsim executor's virtual time) returns a subclass
+        that observes ``wait``/``notify_all``."""
+        return threading.Condition(lock)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} #{self._instance}{' closed' if self._closed else ''}>"

@@ -156,7 +156,8 @@ class Job:
                 if remaining is not None and remaining <= 0:
                     return None
                 if self._cond is None:
-                    self._cond = threading.Condition(self._lock)
+                    self._cond = (threading.Condition(self._lock) if self._executor is None
+                                  else self._executor._wait_condition(self._lock))
                 self._cond.wait(remaining)
 
     # -- executor side ------------------------------------------------------------------
@@ -165,19 +166,30 @@ class Job:
         if native_id is not None:
             self._native_id = native_id
 
-    def _advance(self, status: JobStatus, ran: bool) -> list[JobStatus]:
-        """Move to ``status`` if it is later than the current one; return the statuses
-        entered, synthesised ones first. Called by executors via _set_job_status."""
+    def _advance(self, status: JobStatus, ran: bool,
+                 hand_off: Callable[[list[JobStatus]], None]) -> None:
+        """Move to ``status`` if it is later than the current one and pass the statuses
+        entered (synthesised ones first) to ``hand_off`` while still holding the lock,
+        so two threads reporting on one job cannot queue callbacks out of order.
+
+        A report of the current, non-final state refreshes its message and metadata
+        (a pending reason, an estimated start) and keeps the time the state was
+        entered; callbacks are for state changes only. Called via _set_job_status.
+        """
         with self._lock:
-            path = path_to(self._status.state, status.state, ran or status.exit_code is not None)
+            current = self._status
+            path = path_to(current.state, status.state, ran or status.exit_code is not None)
             if not path:
-                return []
+                if status.state is current.state and not current.state.final:
+                    self._status = JobStatus(current.state, current.time, status.message,
+                                             status.exit_code, status.metadata)
+                return
             entered = [JobStatus(s, status.time) for s in path[:-1]]
             entered.append(status)
             self._status = status
+            hand_off(entered)
             if self._cond is not None:
                 self._cond.notify_all()
-            return entered
 
     def __repr__(self) -> str:
         return f"Job(id={self._id}, native_id={self._native_id}, status={self._status!r})"

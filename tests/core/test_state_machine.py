@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Iterator
+from typing import Any, Iterator, Sequence
 
 import pytest
 
@@ -159,3 +159,49 @@ def test_closed_executor_refuses_work_and_threads_end() -> None:
         time.sleep(0.01)
     with pytest.raises(InvalidJobStateError, match="closed"):
         ex.submit(Job(JobSpec("/bin/true")))
+
+
+def test_concurrent_reports_keep_callback_order() -> None:
+    """Two threads reporting on one job (a submitter and a watcher, say) must not
+    interleave their callback hand-offs: while the QUEUED hand-off is in flight, a
+    FAILED report from another thread must not overtake it."""
+    ex = RecordingExecutor()
+    seen: list[S] = []
+    ex.set_job_status_callback(lambda j, s: seen.append(s.state))
+    job = Job(JobSpec("/bin/true"))
+    with ex._submission(job):
+        job._bind(ex, "n1")
+    in_flight = threading.Event()
+    deliver = ex._dispatcher.deliver
+
+    def slow_deliver(j: Job, statuses: Sequence[JobStatus], cbs: Sequence[Any]) -> None:
+        if statuses[0].state is S.QUEUED:
+            in_flight.set()
+            time.sleep(0.2)  # widen the window between the state change and the hand-off
+        deliver(j, statuses, cbs)
+
+    ex._dispatcher.deliver = slow_deliver  # type: ignore[method-assign]
+    submitter = threading.Thread(target=ex._set_job_status, args=(job, JobStatus(S.QUEUED)))
+    submitter.start()
+    assert in_flight.wait(10)
+    ex._set_job_status(job, JobStatus(S.FAILED, exit_code=1))
+    submitter.join()
+    ex.close()
+    assert seen == [S.QUEUED, S.ACTIVE, S.FAILED]
+
+
+def test_same_state_report_refreshes_metadata_without_callback(ex: RecordingExecutor) -> None:
+    calls: list[S] = []
+    job = Job(JobSpec("/bin/true"))
+    job.set_job_status_callback(lambda j, s: calls.append(s.state))
+    ex.submit(job)
+    entered = job.status.time
+    ex._set_job_status(job, JobStatus(S.QUEUED, time=entered + 50,
+                                      metadata={"reason_pending": "Priority"}))
+    assert job.status.metadata == {"reason_pending": "Priority"}
+    assert job.status.time == entered  # still the time the job entered QUEUED
+    ex._set_job_status(job, JobStatus(S.COMPLETED, exit_code=0))
+    ex._set_job_status(job, JobStatus(S.COMPLETED, metadata={"late": True}))
+    assert job.status.metadata is None  # a final status is never rewritten
+    ex.close()
+    assert calls == [S.QUEUED, S.ACTIVE, S.COMPLETED]
