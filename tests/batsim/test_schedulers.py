@@ -139,3 +139,14 @@ def test_entry_points_and_bad_depth() -> None:
     assert isinstance(load("easy"), EasyBackfillScheduler)
     with pytest.raises(ValueError, match="depth"):
         EasyBackfillScheduler(depth=0)
+
+
+def test_hello_marks_resources_of_running_jobs() -> None:
+    s = FCFSScheduler()
+    s.inventory([{"rank": i, "name": f"node{i}", "cores": 1} for i in range(2)])
+    from hpcjobs.executors.batsim.schedulers.base import make_R
+    s.hello({"id": 7, "priority": 16, "userid": 1, "t_submit": 0.0, "R": make_R([0], 0.0, 50.0)})
+    assert s.ready() == {"mode": "unlimited"}
+    assert started(alloc(s, 1, 1, 10)) == {1: [1]}  # rank 0 is taken by job 7
+    [r] = alloc(s, 2, 2, 10)
+    assert r["annotations"]["sched"]["t_estimate"] == 50.0  # needs rank 0: job 7's expiration

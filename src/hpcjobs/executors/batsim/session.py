@@ -73,7 +73,6 @@ class Session:
         self._call_at: Optional[float] = None  # pending CALL_ME_LATER
         self._finished_sent = False
         self.error: Optional[str] = None  # why the simulation is gone, once it is
-        self.ended = threading.Event()
         self._sock_dir: Optional[Path] = None
         if endpoint is None:
             # a private (0700) directory: nobody else can connect to our socket
@@ -358,7 +357,6 @@ class Session:
             if self.error is None:
                 self.error = message
             self._pace.notify_all()
-        self.ended.set()
 
     def _cleanup(self) -> None:
         self._sock.close(linger=0)
