@@ -22,7 +22,8 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
     for item in items:
-        if here in Path(str(item.fspath)).parents:
+        uses_cluster = "slurm_cluster" in getattr(item, "fixturenames", ())
+        if uses_cluster and here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.slurm)
 
 

@@ -1,0 +1,112 @@
+"""The pieces of the batch machinery and the Slurm backend that need no cluster: the
+single escape function (checked through a real bash), exit records, wait statuses, and
+the reading of Slurm's squeue/sacct fields."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from hpcjobs import InvalidJobException, JobExecutor, JobSpec, JobState
+from hpcjobs.executors.batch import ExitRecord, Expandable, JobDir, decode_wait_status, shell_quote
+from hpcjobs.executors.batch.script import directive_value
+from hpcjobs.executors.slurm import SlurmJobExecutor, _job_name, _native, _sacct_exit, _walltime
+
+HOSTILE = ["", " ", "a b", "'", "''", '"', "$HOME", "${HOME}", "`id`", "$(id)", "\\", "\\'",
+           "a\nb", "\t", "é ü 日本", "*", "~", "-n", "%j", "!", "#", ";&|<>()", "${A-b}"]
+
+
+def bash_words(words: list[str], env: dict[str, str] | None = None) -> list[str]:
+    """What bash makes of the quoted words: each printed NUL-terminated."""
+    script = "printf '%s\\0' " + " ".join(shell_quote(w) for w in words)
+    out = subprocess.run(["bash", "-c", script], capture_output=True, env=env, check=True).stdout
+    return [w.decode() for w in out.split(b"\0")[:-1]]
+
+
+def test_shell_quote_is_read_back_byte_for_byte() -> None:
+    assert bash_words(HOSTILE) == HOSTILE
+
+
+def test_expandable_expands_only_braced_names() -> None:
+    words = [Expandable("${A}"), Expandable("x${A}y$A`id`${B}"), Expandable("${A-b}'\\")]
+    assert bash_words(words, env={"A": "a'\" $B", "B": "b"}) == \
+        ["a'\" $B", "xa'\" $By$A`id`b", "${A-b}'\\"]
+
+
+def test_directive_values_that_sbatch_would_misread_are_refused() -> None:
+    assert directive_value("f", "a b'c\"#") == "a b'c\"#"
+    for bad in ("a\nb", "a\\b", "a\rb"):
+        with pytest.raises(InvalidJobException, match="^f contains"):
+            directive_value("f", bad)
+
+
+@pytest.mark.parametrize("text, state, code, message", [
+    ("0 -", JobState.COMPLETED, 0, None),
+    ("3 -", JobState.FAILED, 3, "exited with code 3"),
+    ("137 -", JobState.FAILED, -9, "killed by SIGKILL (signal 9)"),
+    ("143 TERM", JobState.FAILED, -15, "killed by SIGTERM (signal 15)"),
+])
+def test_exit_records(tmp_path: Path, text: str, state: JobState, code: int,
+                      message: str | None) -> None:
+    job_dir = JobDir.create(tmp_path, "job")
+    assert job_dir.exit_record() is None
+    (job_dir.path / "exitcode").write_text(text + "\n")
+    record = job_dir.exit_record()
+    assert isinstance(record, ExitRecord)
+    assert record.caught == ("TERM" if "TERM" in text else None)
+    status = record.final_status()
+    assert (status.state, status.exit_code, status.message) == (state, code, message)
+    assert job_dir.path.stat().st_mode & 0o777 == 0o700
+
+
+def test_wait_statuses_and_sacct_exit_codes() -> None:
+    assert [decode_wait_status(w) for w in (0, 768, 9, 15, 125)] == [0, 3, -9, -15, -125]
+    assert [_sacct_exit(t) for t in ("0:0", "3:0", "0:9", "", "x")] == [0, 3, -9, None, None]
+
+
+@pytest.mark.parametrize("state, psij, words", [
+    ("PENDING", JobState.QUEUED, None),
+    ("COMPLETING", JobState.ACTIVE, None),
+    ("COMPLETED", JobState.COMPLETED, None),
+    ("TIMEOUT", JobState.FAILED, ["walltime exceeded", "Slurm state TIMEOUT"]),
+    ("OUT_OF_MEMORY", JobState.FAILED, ["out of memory", "killed by signal 125"]),
+    ("NODE_FAIL", JobState.FAILED, ["node failure"]),
+    ("PREEMPTED", JobState.FAILED, ["preempted"]),
+    ("CANCELLED by 0", JobState.CANCELED, ["cancelled by root (uid 0)"]),
+    ("DEADLINE", JobState.FAILED, ["deadline"]),
+    ("BOOT_FAIL", JobState.FAILED, ["boot failure"]),
+])
+def test_slurm_state_table(state: str, psij: JobState, words: list[str] | None) -> None:
+    ns = _native("42", state, "None", -125)
+    assert ns.state is psij and ns.metadata["native_state"] == state.split()[0]
+    for word in words or ():
+        assert word in (ns.message or ""), ns.message
+    if state.startswith("CANCELLED"):
+        assert ns.exit_code is None  # Slurm's 0:0 of a cancelled job is no exit status
+
+
+def test_unknown_states_map_to_nothing() -> None:
+    ns = _native("42", "WARPING", "None", None)
+    assert ns.state is None and ns.native_state == "WARPING"
+
+
+def test_squeue_fields_become_metadata() -> None:
+    ex = JobExecutor.get_instance("slurm")
+    assert isinstance(ex, SlurmJobExecutor)
+    pending = ex._squeue_status("7", "PENDING", "Priority", "0", "2026-11-22T05:03:46", "")
+    assert pending.metadata["reason_pending"] == "Priority"
+    assert isinstance(pending.metadata["t_estimate"], float)
+    running = ex._squeue_status("7", "RUNNING", "None", "0", "2026-11-22T05:03:46", "n[1-2]")
+    assert running.metadata == {"native_state": "RUNNING", "nodes": "n[1-2]"}
+    failed = ex._squeue_status("7", "FAILED", "NonZeroExitCode", "768", "N/A", "n1")
+    assert failed.exit_code == 3 and "exit code 3" in (failed.message or "")
+
+
+def test_walltime_and_job_names() -> None:
+    assert _walltime(timedelta(seconds=5)) == "0:00:05"
+    assert _walltime(timedelta(hours=26, seconds=61)) == "26:01:01"
+    assert _job_name(JobSpec("/usr/bin/my prog")) == "my_prog"
+    assert _job_name(JobSpec("/bin/true", name="a'b\n$c é")) == "a_b__c__"
