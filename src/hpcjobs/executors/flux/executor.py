@@ -203,8 +203,10 @@ class FluxJobExecutor(JobExecutor):
         for job in jobs:
             if update.status is not None:
                 self._set_job_status(job, update.status, ran=update.ran)
-            elif update.metadata is not None:
-                _refresh_metadata(job, update.metadata)
+            elif update.metadata is not None:  # same state, new facts: refreshed, no callback
+                current = job.status
+                self._set_job_status(job, JobStatus(current.state, current.time, current.message,
+                                                    current.exit_code, update.metadata))
 
     def _with_signal(self, update: Update, events: JobEvents, jobid: int,
                      handle: Any) -> Update:
@@ -224,13 +226,3 @@ class FluxJobExecutor(JobExecutor):
                              status.exit_code)
         return update if signum is None else events.killed_by(signum, status)
 
-
-def _refresh_metadata(job: Job, metadata: dict[str, Any]) -> None:
-    """Replace the metadata of the job's current status (same state, no callback):
-    scheduler annotations change while a job stays QUEUED."""
-    with job._lock:
-        current = job._status
-        if current.state.final:
-            return
-        job._status = JobStatus(current.state, current.time, current.message,
-                                current.exit_code, metadata)
