@@ -284,7 +284,13 @@ wait_idle() {
 
 # ------------------------------------------------------------------------------ commands
 cmd_up() {
-  local t0=$SECONDS
+  local t0=$SECONDS name pid
+  # one Slurm per machine (fixed ports, /etc/slurm): never fight another setup's daemons
+  for name in slurmctld slurmd; do
+    if ! pid_of "$name" "$RUN_DIR/$name.pid" >/dev/null && pid=$(pgrep -xo "$name"); then
+      die "a $name not started by this script is running (pid $pid); stop it first"
+    fi
+  done
   install_packages
   start_munge
   # slurm.conf first: sacctmgr (cluster registration) reads it
@@ -304,6 +310,8 @@ cmd_status() {
     esac
     if pid=$(pid_of "$name" "$pidfile"); then
       echo "$name: running (pid $pid$([ -f "$RUN_DIR/$name.ours" ] && echo ", started by slurm-cluster.sh"))"
+    elif pid=$(pgrep -xo "$name"); then
+      echo "$name: running (pid $pid, not started by slurm-cluster.sh)"
     else
       echo "$name: not running"
       [ "$name" = slurmdbd ] || ok=1
