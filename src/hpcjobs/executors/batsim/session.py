@@ -218,6 +218,11 @@ class Session:
                 self.jm.begin(begins[0]["data"], self._cores)
             self._pacer.start()
             while True:
+                with self._pace:
+                    # from now on a submit can join this message's reply: in real time
+                    # it need not wait for the events below to fall due
+                    self._held = msg.now
+                    self._pace.notify_all()
                 self._wait(lambda: self._pacer.due(msg.now, self._client))
                 ending = any(e["type"] == "SIMULATION_ENDS" for e in msg.events)
                 with self._lock:
