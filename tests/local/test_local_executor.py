@@ -53,7 +53,7 @@ def eventually(what: str, probe: Callable[[], Optional[object]]) -> object:
 
 
 def pid_of(work: Path, job: Job) -> int:
-    record = work / "jobs" / str(job.native_id) / "pid"
+    record = work / "jobs" / f"{job.native_id}.pid"
     text = eventually(f"pid record of {job.native_id}",
                       lambda: record.exists() and record.read_text().endswith("\n")
                       and record.read_text())
@@ -189,7 +189,7 @@ def test_exit_record_is_written_for_any_process_to_read(ex: LocalJobExecutor, wo
     job = Job(JobSpec("/bin/sh", ["-c", "exit 9"]))
     ex.submit(job)
     status = final(job)
-    code, when, canceled = (work / "jobs" / str(job.native_id) / "exit").read_text().split()
+    code, when, canceled = (work / "jobs" / f"{job.native_id}.exit").read_text().split()
     assert (int(code), canceled) == (9, "0")
     assert float(when) == pytest.approx(status.time)
 
@@ -258,7 +258,11 @@ def test_cancel_from_another_executor(ex: LocalJobExecutor, work: Path) -> None:
 
 
 def test_attach_to_unknown_ids(ex: LocalJobExecutor) -> None:
-    for native_id in ["0123abcd-7", "../../etc", "x"]:
+    known = Job(JobSpec("/bin/true"))
+    ex.submit(known)
+    final(known)
+    unknown_seq = f"{str(known.native_id)[:8]}-999"  # a live nanny's token, an unused number
+    for native_id in ["0123abcd-7", "../../etc", "x", unknown_seq]:
         job = Job()
         ex.attach(job, native_id)
         status = final(job)
@@ -266,29 +270,37 @@ def test_attach_to_unknown_ids(ex: LocalJobExecutor) -> None:
         assert status.message == f"no such local job: {native_id!r}"
 
 
-def test_purge_removes_old_records_only(ex: LocalJobExecutor, work: Path) -> None:
+def test_purge_removes_a_gone_nannys_records_once_its_jobs_ended(ex: LocalJobExecutor,
+                                                                  work: Path) -> None:
     done = Job(JobSpec("/bin/true"))
     ex.submit(done)
     final(done)
     running = Job(JobSpec("/bin/sleep", ["600"]))
     ex.submit(running)
     journal = Journal(work)
-    journal.purge(older_than=3600)
+    journal.purge(older_than=-1)  # the nanny is alive: nothing goes
     assert {str(done.native_id), str(running.native_id)} <= set(ex.list())
-    journal.purge(older_than=-1)
-    assert str(done.native_id) not in ex.list()
-    assert str(running.native_id) in ex.list()
     running.cancel()
     final(running)
-    nannies = sorted(p.name for p in (work / "nannies").iterdir())
     token = str(running.native_id)[:8]
-    assert nannies == [token, f"{token}.log"]
+    assert sorted(p.name for p in (work / "nannies").iterdir()) == [
+        token, f"{token}.jobs", f"{token}.log"]
     assert ex._threads.link is not None
     nanny = psutil.Process(ex._threads.link.pid)
     ex.close()  # the nanny exits once its last job has ended
     nanny.wait(timeout=TIMEOUT)
+    journal.purge(older_than=3600)  # ended too recently
+    assert str(done.native_id) in ex.list()
     journal.purge(older_than=-1)
-    assert ex.list() == [] and list((work / "nannies").iterdir()) == []
+    assert ex.list() == []
+    assert list((work / "nannies").iterdir()) == [] and list((work / "jobs").iterdir()) == []
+    job = Job()
+    ex2 = JobExecutor.get_instance("local", config={"work_directory": work})
+    try:
+        ex2.attach(job, str(done.native_id))
+        assert final(job).message == f"no such local job: {str(done.native_id)!r}"
+    finally:
+        ex2.close()
 
 
 def test_a_forgotten_executor_ends_its_threads(work: Path) -> None:

@@ -58,12 +58,15 @@ class _Threads:
         self.link: Optional[NannyLink] = None
         self.watcher: Optional[Watcher] = None
         self.old_links: list[NannyLink] = []
+        self.journal: Optional[Journal] = None
 
     def stop(self) -> None:
         for link in [*self.old_links, *([self.link] if self.link else [])]:
             link.close()
         if self.watcher is not None:
             self.watcher.stop()
+        if self.journal is not None:
+            self.journal.close()
 
 
 class LocalJobExecutor(JobExecutor):
@@ -91,17 +94,16 @@ class LocalJobExecutor(JobExecutor):
         with self._submission(job) as spec:
             link = self._link()
             native_id = f"{link.token}-{next(self._seq)}"
-            journal = self._get_journal()
-            job_dir = journal.create(native_id)
-            request = self._spawn_request(spec, job_dir)
+            request = self._spawn_request(spec, native_id)
+            self._get_journal().add(native_id)
             with self._lock:
                 self._jobs[native_id] = [job]
             try:
                 link.spawn(native_id, *request)
             except OSError as e:
+                # the journal keeps the id: attach reports it FAILED, never started
                 with self._lock:
                     del self._jobs[native_id]
-                journal.remove(native_id)
                 raise SubmitException(f"the local job nanny (pid {link.pid}) is gone", e,
                                       transient=True) from e
             job._bind(self, native_id)
@@ -126,7 +128,7 @@ class LocalJobExecutor(JobExecutor):
         self._get_watcher().cancel(native_id)
 
     def list(self) -> list[str]:
-        return self._get_journal().list()
+        return self._get_journal().native_ids()
 
     def attach(self, job: Job, native_id: str) -> None:
         self._claim_for_attach(job, native_id)
@@ -155,7 +157,7 @@ class LocalJobExecutor(JobExecutor):
     def _get_journal(self) -> Journal:
         if self._journal is None:
             # absolute: the nanny and other processes may run in other directories
-            self._journal = Journal(self.work_directory.absolute())
+            self._journal = self._threads.journal = Journal(self.work_directory.absolute())
         return self._journal
 
     def _link(self) -> NannyLink:
@@ -184,13 +186,14 @@ class LocalJobExecutor(JobExecutor):
                                                 self.config.cancel_grace_period, self._report)
             return self._threads.watcher
 
-    def _spawn_request(self, spec: JobSpec, job_dir: str) -> tuple[List[str], dict[str, str], str, Optional[str], Optional[str], Optional[str]]:
+    def _spawn_request(self, spec: JobSpec, native_id: str) -> tuple[
+            List[str], dict[str, str], str, Optional[str], Optional[str], Optional[str]]:
         env = self._environment(spec)
         argv = job_argv(spec)
         argv[1:] = [expand(a, env) for a in argv[1:]]
         command = self._launcher(spec).get_launch_command(spec, argv)
         if command != argv:  # a launcher script: give it a place for its files
-            env = {**env, JOB_DIR_VARIABLE: job_dir}
+            env = {**env, JOB_DIR_VARIABLE: self._get_journal().make_job_dir(native_id)}
         cwd = os.path.expanduser(spec.directory) if spec.directory else os.getcwd()
         return (command, env, cwd, _path(spec.stdin_path, cwd), _path(spec.stdout_path, cwd),
                 _path(spec.stderr_path, cwd))

@@ -1,16 +1,20 @@
-"""The local executor's journal: one directory per job under the work directory.
+"""The local executor's journal: which jobs exist and what their records say.
 
-Layout (everything mode 0700/0600, private to the user)::
+Layout (directories mode 0700, files 0600, private to the user)::
 
-    <work>/jobs/<native id>/     created by the submitting client (mkdir is atomic, so
-                                 concurrent clients never need a lock to add a job)
-        pid  exit  cancel        the nanny's records (see nanny.py)
-    <work>/nannies/<token>       "<pid> <start ticks>": which process runs the jobs whose
-                                 native ids start with ``<token>-``
-    <work>/journal.lock          filelock held while old records are purged
+    <work>/nannies/<token>        "<pid> <start ticks>": the nanny that runs the jobs
+                                  whose native ids are ``<token>-<n>``
+    <work>/nannies/<token>.jobs   the n of each job submitted to it, one per line,
+                                  appended by the one client that owns that nanny
+    <work>/nannies/<token>.log    the nanny's stderr (a traceback, should it crash)
+    <work>/jobs/<id>.pid .exit .cancel   the job's records (see nanny.py)
+    <work>/jobs/<id>/             a launcher script's own files (HPCJOBS_JOB_DIR)
+    <work>/journal.lock           filelock: one purger at a time
 
-The directory of job directories *is* the journal: ``list()`` reads it, ``attach()``
-reads one entry, from any process. Only purging rewrites it, under the filelock.
+Every file has one writer, and adding a job is one append to an open file, so
+concurrent clients need no lock to submit, and any process can list and attach. Only
+purging removes records, under the filelock, a whole nanny's worth at a time and only
+once that nanny has exited (so nobody appends to what is being removed).
 """
 
 from __future__ import annotations
@@ -20,19 +24,22 @@ import os
 import re
 import shutil
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from ...state import JobState, JobStatus
-from .nanny import CANCEL_FILE, EXIT_FILE, PID_FILE, process_alive, read_record, write_record
+from .nanny import (CANCEL_RECORD, EXIT_RECORD, PID_RECORD, process_alive, read_record,
+                    write_record)
 
 __all__ = ["Journal", "Observation", "final_status"]
 
 log = logging.getLogger(__name__)
 
-_NATIVE_ID = re.compile(r"([0-9a-f]{8})-[0-9]+\Z")
+_NATIVE_ID = re.compile(r"([0-9a-f]{8})-([0-9]+)\Z")
+_SUBMITTED = ".jobs"
 
 
 def final_status(exit_code: int, when: float, canceled: bool) -> JobStatus:
@@ -73,69 +80,80 @@ class Journal:
         self.lock_path = work_directory / "journal.lock"
         for d in (self.jobs, self.nannies):
             d.mkdir(mode=0o700, exist_ok=True)
+        self._appenders: dict[str, int] = {}
+        self._lock = threading.Lock()
 
-    def job_dir(self, native_id: str) -> str:
-        """The directory of job ``native_id``."""
-        return f"{self.jobs}/{native_id}"
-
-    def create(self, native_id: str) -> str:
-        """Make the directory of a new job; returns it."""
-        d = self.job_dir(native_id)
-        os.mkdir(d, 0o700)
-        return d
-
-    def remove(self, native_id: str) -> None:
-        """Forget a job that was never handed to a nanny."""
-        shutil.rmtree(self.job_dir(native_id), ignore_errors=True)
-
-    def list(self) -> list[str]:
-        """Native ids of every job in the journal, oldest nanny first."""
-        try:
-            names = os.listdir(self.jobs)
-        except FileNotFoundError:
-            return []
-        return sorted((n for n in names if _NATIVE_ID.match(n)),
-                      key=lambda n: (n[:8], int(n[9:])))
-
+    # -- writing --------------------------------------------------------------------------
     def record_nanny(self, token: str, pid: int, ticks: Optional[int]) -> None:
         """Remember which process runs the jobs of ``token``."""
         write_record(f"{self.nannies}/{token}", f"{pid} {ticks}\n")
 
-    def nanny_alive(self, native_id: str) -> bool:
-        """True if the nanny that runs job ``native_id`` is still alive."""
-        m = _NATIVE_ID.match(native_id)
-        fields = read_record(f"{self.nannies}/{m.group(1)}") if m else None
-        return fields is not None and process_alive(int(fields[0]), _int(fields[1]))
+    def add(self, native_id: str) -> None:
+        """Record a new job (before it is handed to its nanny)."""
+        token, _, seq = native_id.partition("-")
+        fd = self._appenders.get(token)
+        if fd is None:
+            with self._lock:
+                fd = self._appenders.get(token)
+                if fd is None:
+                    fd = self._appenders[token] = os.open(
+                        f"{self.nannies}/{token}{_SUBMITTED}",
+                        os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.write(fd, f"{seq}\n".encode())
+
+    def close(self) -> None:
+        """Close the files this journal appends to."""
+        with self._lock:
+            for fd in self._appenders.values():
+                os.close(fd)
+            self._appenders.clear()
+
+    def make_job_dir(self, native_id: str) -> str:
+        """Create the job's own directory (for launcher scripts); returns it."""
+        d = f"{self.jobs}/{native_id}"
+        os.mkdir(d, 0o700)
+        return d
 
     def request_cancel(self, native_id: str) -> None:
         """Leave the mark that makes the nanny record the job as cancelled."""
-        write_record(f"{self.job_dir(native_id)}/{CANCEL_FILE}", "\n")
+        write_record(f"{self.jobs}/{native_id}{CANCEL_RECORD}", "\n")
 
-    def cancel_requested(self, native_id: str) -> bool:
-        """True if someone asked to cancel job ``native_id``."""
-        return os.path.exists(f"{self.job_dir(native_id)}/{CANCEL_FILE}")
+    # -- reading --------------------------------------------------------------------------
+    def native_ids(self) -> list[str]:
+        """Native ids of every job in the journal, oldest nanny first."""
+        ids: list[str] = []
+        for token in self._tokens():
+            ids.extend(f"{token}-{seq}" for seq in self._submitted(token))
+        return ids
 
     def exit_status(self, native_id: str) -> Optional[JobStatus]:
         """The final status from the job's exit record, if it has one."""
-        fields = read_record(f"{self.job_dir(native_id)}/{EXIT_FILE}")
+        fields = read_record(f"{self.jobs}/{native_id}{EXIT_RECORD}")
         if fields is None:
             return None
         return final_status(int(fields[0]), float(fields[1]), fields[2] == "1")
 
+    def nanny_alive(self, token: str) -> bool:
+        """True if the nanny of ``token`` is still alive."""
+        fields = read_record(f"{self.nannies}/{token}")
+        return fields is not None and process_alive(int(fields[0]), _int(fields[1]))
+
     def inspect(self, native_id: str) -> Observation:
         """What the records (and the process table) say about job ``native_id`` now."""
-        d = self.job_dir(native_id)
-        if not _NATIVE_ID.match(native_id) or not os.path.isdir(d):
-            return Observation(JobStatus(JobState.FAILED, message=f"no such local job: {native_id!r}"))
+        m = _NATIVE_ID.match(native_id)
+        if m is None:
+            return _unknown(native_id)
         status = self.exit_status(native_id)
         if status is not None:
             return Observation(status)
-        fields = read_record(f"{d}/{PID_FILE}")
+        fields = read_record(f"{self.jobs}/{native_id}{PID_RECORD}")
         if fields is not None:
             pid, ticks = int(fields[0]), _int(fields[1])
             if process_alive(pid, ticks):
                 return Observation(pid=pid, ticks=ticks)
-        if self.nanny_alive(native_id):
+        elif m.group(2) not in self._submitted(m.group(1)):
+            return _unknown(native_id)
+        if self.nanny_alive(m.group(1)):
             return Observation(pending=fields is None, settling=fields is not None)
         # the nanny may have written the record just before it exited: look once more
         status = self.exit_status(native_id)
@@ -149,37 +167,67 @@ class Journal:
                    "died before the job ended")
         return Observation(JobStatus(JobState.FAILED, message=f"local job {native_id} {why}"))
 
+    def _tokens(self) -> list[str]:
+        """Tokens of the nannies with a journal, oldest first."""
+        found = []
+        for entry in os.scandir(self.nannies):
+            if entry.name.endswith(_SUBMITTED):
+                token = entry.name[:-len(_SUBMITTED)]
+                try:
+                    started = os.stat(f"{self.nannies}/{token}").st_mtime
+                except FileNotFoundError:
+                    started = 0.0
+                found.append((started, token))
+        return [token for _, token in sorted(found)]
+
+    def _submitted(self, token: str) -> list[str]:
+        try:
+            with open(f"{self.nannies}/{token}{_SUBMITTED}", "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        # a line still being appended has no newline yet: it is not there
+        return data.decode().split("\n")[:-1]
+
+    # -- purging --------------------------------------------------------------------------
     def purge(self, older_than: float) -> None:
-        """Remove the records of jobs that ended more than ``older_than`` seconds ago."""
+        """Remove the records of nannies that have exited and whose jobs all ended more
+        than ``older_than`` seconds ago (a job still running keeps its nanny's records)."""
         from filelock import FileLock, Timeout
         limit = time.time() - older_than
         try:
             # another process purging already does the work: don't queue behind it
             with FileLock(str(self.lock_path), timeout=0):
-                for native_id in self.list():
-                    try:
-                        ended = os.stat(f"{self.job_dir(native_id)}/{EXIT_FILE}").st_mtime
-                    except FileNotFoundError:
-                        continue
-                    if ended < limit:
-                        log.debug("purging the records of local job %s", native_id)
-                        shutil.rmtree(self.job_dir(native_id), ignore_errors=True)
-                self._purge_nannies()
+                for path in list(self.nannies.iterdir()):
+                    token = path.name.split(".", 1)[0]
+                    if path.name == token and not self.nanny_alive(token):
+                        self._purge_nanny(token, limit)
         except Timeout:
             pass
 
-    def _purge_nannies(self) -> None:
-        # a dead nanny's record (and log) matters only while records of its jobs remain
-        tokens = {native_id[:8] for native_id in self.list()}
-        for path in self.nannies.iterdir():
-            token = path.name.split(".", 1)[0]
-            if token in tokens or path.suffix:
+    def _purge_nanny(self, token: str, limit: float) -> None:
+        ids = [f"{token}-{seq}" for seq in self._submitted(token)]
+        for native_id in ids:
+            try:
+                ended = os.stat(f"{self.jobs}/{native_id}{EXIT_RECORD}").st_mtime
+            except FileNotFoundError:  # lost with its nanny: keep it while it may run
+                if self.inspect(native_id).status is None:
+                    return
                 continue
-            fields = read_record(str(path))
-            if fields is None or not process_alive(int(fields[0]), _int(fields[1])):
-                log.debug("purging the records of local job nanny %s", token)
-                for stale in (path, path.with_name(f"{token}.log")):
-                    stale.unlink(missing_ok=True)
+            if ended >= limit:
+                return
+        log.debug("purging the records of local job nanny %s (%d jobs)", token, len(ids))
+        for native_id in ids:
+            for suffix in (EXIT_RECORD, PID_RECORD, CANCEL_RECORD):
+                Path(f"{self.jobs}/{native_id}{suffix}").unlink(missing_ok=True)
+            shutil.rmtree(f"{self.jobs}/{native_id}", ignore_errors=True)
+        # the journal last: while it exists, the ids above are still known
+        for suffix in (_SUBMITTED, ".log", ""):
+            (self.nannies / f"{token}{suffix}").unlink(missing_ok=True)
+
+
+def _unknown(native_id: str) -> Observation:
+    return Observation(JobStatus(JobState.FAILED, message=f"no such local job: {native_id!r}"))
 
 
 def _int(text: str) -> Optional[int]:

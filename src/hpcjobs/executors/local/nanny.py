@@ -5,7 +5,7 @@ must survive the client being SIGKILLed, yet ``single`` must exec the executable
 shell in between. So each executor starts one nanny (lazily, in its own session, as a
 grandchild that init adopts, so nobody has to reap it). The nanny reads one JSON request
 per line on stdin, reports one JSON event per line on stdout, and writes each job's
-records into the job's own directory, where any process can read them:
+records into the jobs directory, where any process can read them:
 
     requests   ["S", id, argv, env, cwd, stdin, stdout, stderr]   spawn a job (env null:
                                                                   the previous request's)
@@ -14,12 +14,13 @@ records into the job's own directory, where any process can read them:
                ["S", id, pid, time]                               started
                ["X", id, exit_code, time, canceled]               ended (code < 0: signal)
                ["E", id, message]                                 could not be started
-    records    <jobs>/<id>/pid     "<pid> <start_ticks>\\n"
-               <jobs>/<id>/exit    "<exit_code> <time> <canceled 0|1>\\n"
-               <jobs>/<id>/cancel  created by whoever cancels the job
+    records    <jobs>/<id>.pid     "<pid> <start_ticks>\\n"
+               <jobs>/<id>.exit    "<exit_code> <time> <canceled 0|1>\\n"
+               <jobs>/<id>.cancel  created by whoever cancels the job
 
 A record is complete when it ends with a newline (written with one ``write``), so readers
-never act on a half-written file. One loop, no threads: ``selectors`` waits on the request
+never act on a half-written file. Records are files, not directories of files: a short
+job costs one file creation (its exit record), which matters when the filesystem is busy. One loop, no threads: ``selectors`` waits on the request
 pipe and on SIGCHLD (through ``signal.set_wakeup_fd``), and each wake-up reaps every
 exited child with ``waitpid(-1, WNOHANG)``: O(1) work per exit, no sleeping. When the
 client closes the pipe (or dies) the nanny keeps reaping until its last job has ended,
@@ -41,16 +42,16 @@ import sys
 import time
 from typing import Any, Optional
 
-PID_FILE = "pid"
-EXIT_FILE = "exit"
-CANCEL_FILE = "cancel"
+PID_RECORD = ".pid"
+EXIT_RECORD = ".exit"
+CANCEL_RECORD = ".cancel"
 
 
 # -- records shared with the client -------------------------------------------------------
 def start_ticks(pid: int) -> Optional[int]:
     """The process's start time in clock ticks since boot (Linux ``/proc/<pid>/stat``
     field 22), which with the pid identifies a process across pid reuse; None if
-    there is no such process (or no ``/proc``)."""
+    there is no such process, it has ended (a zombie), or there is no ``/proc``."""
     try:
         fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
     except OSError:
@@ -62,7 +63,10 @@ def start_ticks(pid: int) -> Optional[int]:
     finally:
         os.close(fd)
     # field 2 (comm) is in parentheses and may itself contain ") ": split after the last
-    return int(data[data.rindex(b")") + 2:].split()[19])
+    fields = data[data.rindex(b")") + 2:].split()
+    if fields[0] in (b"Z", b"X"):  # ended; a zombie only waits for its parent to reap it
+        return None
+    return int(fields[19])
 
 
 def process_alive(pid: int, ticks: Optional[int]) -> bool:
@@ -256,7 +260,7 @@ class Nanny:
         for job_id in self.unrecorded:
             pid = self.pids.get(job_id)
             if pid is not None:
-                write_record(os.path.join(self.jobs_dir, job_id, PID_FILE),
+                write_record(os.path.join(self.jobs_dir, job_id + PID_RECORD),
                              f"{pid} {start_ticks(pid)}\n")
         self.unrecorded.clear()
 
@@ -299,11 +303,10 @@ class Nanny:
             code = os.waitstatus_to_exitcode(status)
             p.returncode = code  # reaped here: subprocess must not wait for it again
             del self.pids[job_id]
-            job_dir = os.path.join(self.jobs_dir, job_id)
-            canceled = job_id in self.canceled or os.path.exists(
-                os.path.join(job_dir, CANCEL_FILE))
+            records = os.path.join(self.jobs_dir, job_id)
+            canceled = job_id in self.canceled or os.path.exists(records + CANCEL_RECORD)
             self.canceled.discard(job_id)
-            write_record(os.path.join(job_dir, EXIT_FILE), f"{code} {now:.6f} {int(canceled)}\n")
+            write_record(records + EXIT_RECORD, f"{code} {now:.6f} {int(canceled)}\n")
             self.report("X", job_id, code, now, canceled)
 
 
