@@ -355,3 +355,28 @@ def test_limited_mode_scheduler(make_executor: MakeExecutor) -> None:
     assert all(finish(j).state is JobState.COMPLETED for j in jobs)
     # the manager sends the next alloc only once the previous one is answered
     assert sorted(starts.times[j.id] for j in jobs) == [0.0, 0.0, 10.0]
+
+
+def test_forgotten_executor_stops_its_simulation(tmp_path: Path) -> None:
+    import gc
+    import subprocess
+
+    from hpcjobs import JobExecutor
+
+    def run() -> "subprocess.Popen[bytes]":
+        ex = JobExecutor.get_instance("batsim", config={"work_directory": tmp_path, "simulator": "hpcjobs.sim"})
+        assert isinstance(ex, BatsimJobExecutor)
+        ex.submit(sleep_job(100))
+        assert ex._session is not None
+        return ex._session.process
+
+    process = run()
+    gc.collect()
+    assert process.wait(timeout=WAIT) is not None
+    names = [t.name for t in threading.enumerate()]
+    for _ in range(100):
+        if not any(n.startswith("hpcjobs-batsim-") for n in names):
+            break
+        threading.Event().wait(0.1)  # the loop thread notices the process is gone
+        names = [t.name for t in threading.enumerate()]
+    assert not any(n.startswith("hpcjobs-batsim-") and n.endswith("-decisions") for n in names)

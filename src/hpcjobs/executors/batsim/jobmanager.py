@@ -21,6 +21,7 @@ import json
 import logging
 import math
 import os
+import weakref
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Optional
@@ -87,7 +88,9 @@ class Record:
     native_id: str
     request: JobRequest
     t_submit: float
-    jobs: list[Job] = field(default_factory=list)
+    # weak: a PSI/J job nobody holds any more needs no statuses (and holding it would
+    # keep its executor, and so this simulation, alive through the job's reference)
+    refs: list[weakref.ref[Job]] = field(default_factory=list)
     phase: str = "registered"  # registered, submitted, sched, running, done
     status: Optional[JobStatus] = None
     ran: bool = False
@@ -149,7 +152,7 @@ class JobManager:
         id before its first status); its registration waits in the outbox."""
         number = len(self.records) + 1
         native_id = f"{WORKLOAD}!{number}"
-        record = Record(number, native_id, request, t, [job])
+        record = Record(number, native_id, request, t, [weakref.ref(job)])
         bind(native_id)
         key = protocol_key(request.profile)
         name = self._profiles.get(key)
@@ -170,7 +173,7 @@ class JobManager:
         self._by_number[number] = record
         self.live += 1
         record.status = JobStatus(JobState.QUEUED, t, metadata={"native_state": "SUBMITTED"})
-        self._report(record.jobs, record.status, False)  # now: submit() returns it QUEUED
+        self._report([job], record.status, False)  # now: submit() returns it QUEUED
         return record
 
     def attach(self, native_id: str, job: Job) -> bool:
@@ -178,7 +181,7 @@ class JobManager:
         record = self.records.get(native_id)
         if record is None:
             return False
-        record.jobs.append(job)
+        record.refs.append(weakref.ref(job))
         if record.status is not None:
             self._report([job], record.status, record.ran)
         return True
@@ -402,10 +405,11 @@ class JobManager:
 
     def _set(self, record: Record, status: JobStatus) -> None:
         record.status = status
+        jobs = [job for job in (ref() for ref in record.refs) if job is not None]
         if self._deferred is not None:
-            self._deferred.append((list(record.jobs), status, record.ran))
+            self._deferred.append((jobs, status, record.ran))
         else:
-            self._report(record.jobs, status, record.ran)
+            self._report(jobs, status, record.ran)
 
 
 def protocol_key(profile: dict[str, Any]) -> Hashable:
