@@ -7,10 +7,13 @@ runs the decision loop on one named daemon thread:
 1. receive Batsim's message (watching the process: if it dies, every live job ends
    FAILED with the last lines of its stderr);
 2. wait until its events are due (real-time mode: the wall clock reaches their time);
-3. handle them (:class:`.jobmanager.JobManager`: statuses, scheduler decisions);
-4. hold the reply while the time mode says so (virtual time: while the client is not
-   waiting) or while Batsim would have nothing to do (it would end the simulation);
-5. reply: the decisions, plus what the client asked meanwhile (registrations, kills).
+3. handle them (:class:`.jobmanager.JobManager`: scheduler decisions, status changes);
+4. report the status changes a blocked ``Job.wait()`` is waiting for (and all that
+   happened before them), then hold the reply while the time mode says so (virtual
+   time: while the client is not waiting) or while Batsim would have nothing to do
+   (it would end the simulation), reporting everything before blocking;
+5. reply: the decisions, plus what the client asked meanwhile (registrations, kills),
+   then report the remaining changes while the simulator computes.
 
 A job submitted while a message is held is registered in that message's reply, at the
 simulated time the time mode gives (virtual: the message's time). Locks: ``_lock``
@@ -235,19 +238,16 @@ class Session:
                     self._send(Message(msg.now, []))
                     self._end("the simulation ended before the job finished", msg.now)
                     return
-                if not self._concerns_waiters() and self._hold(msg.now, early=True):
-                    # nobody waits for these changes: reply first, report while Batsim works
-                    self._send(self._reply(msg.now, decisions))
+                if self._concerns_waiters():
+                    self._deliver(until=has_waiters)  # what waiting clients wait for first
+                if not self._hold(early=True):
+                    # the reply must wait for the client: it sees every change meanwhile
                     self._deliver()
-                elif self._batsim_idle():
-                    self._deliver()  # no reply can go before the client acts: report all
-                    self._hold(msg.now, early=False)
-                    self._send(self._reply(msg.now, decisions))
-                else:
-                    self._deliver(until=has_waiters)  # what waiting clients wait for
-                    self._hold(msg.now, early=False)
-                    self._send(self._reply(msg.now, decisions))
-                    self._deliver()
+                    self._hold(early=False)
+                # the reply goes now; the changes nobody waits for are reported while
+                # the simulator computes (another core)
+                self._send(self._reply(msg.now, decisions))
+                self._deliver()
                 msg = self._recv()
         except SimulatorGone as e:
             self._fail(str(e))
@@ -258,17 +258,15 @@ class Session:
         finally:
             self._cleanup()
 
-    def _hold(self, t: float, early: bool) -> bool:
-        """Publish the held message and wait until the reply may go; with ``early``,
-        only say whether it may go now (no waiting)."""
+    def _hold(self, early: bool) -> bool:
+        """Wait until the reply may go; with ``early``, only say whether it may go
+        now (no waiting)."""
         def delay() -> Optional[float]:
             if self._batsim_idle():
                 return 1.0  # Batsim would have nothing to do: wait for the client
             return self._pacer.hold(self._client)
-        with self._pace:
-            self._held = t
-            self._pace.notify_all()
-            if early:
+        if early:
+            with self._pace:
                 return delay() is None
         self._wait(delay)
         return True
