@@ -140,11 +140,6 @@ class JobManager:
             raise ValueError(f"scheduler {self.scheduler!r}: ready() mode must be 'unlimited' or "
                              f"'limited', got {mode!r}")
 
-    @property
-    def host_count(self) -> int:
-        """Compute resources of the platform (after :meth:`begin`)."""
-        return len(self._hosts)
-
     # -- client requests ---------------------------------------------------------------
     def register(self, t: float, request: JobRequest, job: Job,
                  bind: Callable[[str], None]) -> Record:
@@ -154,15 +149,14 @@ class JobManager:
         native_id = f"{WORKLOAD}!{number}"
         record = Record(number, native_id, request, t, [weakref.ref(job)])
         bind(native_id)
-        key = protocol_key(request.profile)
-        name = self._profiles.get(key)
-        if name is None and request.nodes <= len(self._hosts):
-            # --enable-profile-reuse: a profile registered once serves every later job
-            name = self._profiles[key] = f"p{len(self._profiles) + 1}"
-            self._outbox.append(protocol.register_profile(t, WORKLOAD, name, request.profile))
-        name = name or ""
-        walltime = request.walltime if math.isfinite(request.walltime) else -1
         if request.nodes <= len(self._hosts):
+            key = protocol_key(request.profile)
+            name = self._profiles.get(key)
+            if name is None:
+                # --enable-profile-reuse: a profile registered once serves every later job
+                name = self._profiles[key] = f"p{len(self._profiles) + 1}"
+                self._outbox.append(protocol.register_profile(t, WORKLOAD, name, request.profile))
+            walltime = request.walltime if math.isfinite(request.walltime) else -1
             self._outbox.append(protocol.register_job(t, native_id, request.nodes, name, walltime))
         else:
             # Batsim aborts the whole simulation on a job wider than the platform: such a
