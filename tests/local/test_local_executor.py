@@ -314,3 +314,16 @@ def test_a_forgotten_executor_ends_its_threads(work: Path) -> None:
     gc.collect()
     eventually("threads ended", lambda: not [t for t in threading.enumerate()
                                               if t.name.startswith(prefix + "-")])
+
+
+def test_a_directory_made_anew_is_the_new_one(ex: LocalJobExecutor, tmp_path: Path) -> None:
+    work = tmp_path / "again"
+    for round in ("first", "second"):
+        work.mkdir()
+        job = Job(JobSpec("/bin/sh", ["-c", f"echo {round} > here"], directory=work))
+        ex.submit(job)
+        assert final(job).state is JobState.COMPLETED
+        assert (work / "here").read_text() == f"{round}\n"
+        if round == "first":
+            (work / "here").unlink()
+            work.rmdir()

@@ -156,7 +156,6 @@ class Nanny:
         # unset streams read from / write to /dev/null (psij-python's choice too)
         self.devnull = os.open(os.devnull, os.O_RDWR)
         self.env: dict[bytes, bytes] = {}  # the current job environment, encoded once
-        self.cwd = os.getcwd()
 
     def report(self, *event: Any) -> None:
         if self.events is not None:
@@ -235,14 +234,13 @@ class Nanny:
             elif stderr is not None:
                 fds[2] = _open("stderr_path", stderr, out_flags)
                 opened.append(fds[2])
-            if cwd != self.cwd:
-                # posix_spawn has no chdir action: the child inherits ours (we are
-                # single-threaded and use absolute paths, so nothing else minds)
-                try:
-                    os.chdir(cwd)
-                except OSError as e:
-                    raise _SpawnError(f"cannot use JobSpec.directory {cwd!r}: {e.strerror}") from None
-                self.cwd = cwd
+            # posix_spawn has no chdir action: the child inherits our directory (we are
+            # single-threaded and use absolute paths, so nothing else minds). Every
+            # time, even for the same path: it may have been removed and made anew.
+            try:
+                os.chdir(cwd)
+            except OSError as e:
+                raise _SpawnError(f"cannot use JobSpec.directory {cwd!r}: {e.strerror}") from None
             try:
                 # posix_spawn (vfork-like in glibc) costs the nanny less than
                 # subprocess.Popen. setsid: the job leads its own process group, so a
