@@ -386,7 +386,9 @@ class BatchSchedulerExecutor(JobExecutor):
         if t.job_dir is not None and t.term is None:
             if self._check_files(t):
                 return True
-            if ns.state is not JobState.COMPLETED and (t.started or t.job_dir.started()):
+            # (the started file, not squeue: on a file system the node does not share,
+            # no record will ever come)
+            if ns.state is not JobState.COMPLETED and t.job_dir.started() is not None:
                 # Slurm marks a cancelled job CANCELLED at once, while its script is
                 # still handling the SIGTERM: give the record time to appear
                 now = time.monotonic()
@@ -405,7 +407,7 @@ class BatchSchedulerExecutor(JobExecutor):
             return ns.status(message=f"{ns.message}; the job was sent SIGTERM "
                                      f"({describe_exit(code)})", exit_code=code)
         if t.job_dir is not None and ns.state is not JobState.COMPLETED:
-            if t.started or t.job_dir.started() is not None:
+            if t.job_dir.started() is not None:
                 t.started = True
                 return ns.status(message=f"{ns.message}; the job script was killed before "
                                          f"it could record an exit code "
