@@ -27,7 +27,7 @@ from ...state import JobState, JobStatus
 from . import schedulers
 from .config import BatsimExecutorConfig
 from .jobmanager import JobManager, JobRequest, Record
-from .pacing import Pacer, RealTime, VirtualTime
+from .pacing import Pacer, RealTime, VirtualTime, WaitTracker
 from .platform import cores_per_host, write_platform
 from .process import simulator_command
 from .profiles import profile_for
@@ -86,8 +86,6 @@ class BatsimJobExecutor(JobExecutor):
         with self._submission(job) as spec:
             request = self._request(spec)
             session = self._session_for_submit()
-            if self.settings.virtual_time:
-                session.track_waits(job)
             session.enter_call()
             try:
                 session.submit(request, job, lambda native_id: job._bind(self, native_id))
@@ -112,8 +110,6 @@ class BatsimJobExecutor(JobExecutor):
         self._claim_for_attach(job, native_id)
         session = self._session
         if session is not None:
-            if self.settings.virtual_time:
-                session.track_waits(job)
             with session.client_call():
                 if session.attach(native_id, job):
                     return
@@ -180,19 +176,18 @@ class BatsimJobExecutor(JobExecutor):
                        run_dir, cfg.endpoint, jm, pacer, self._cores_per_host(), JsonCodec())
 
     def _report(self, jobs: List[Job], status: JobStatus, ran: bool) -> None:
+        # the same state again (a queued job's new pending reason or start estimate)
+        # refreshes the status's metadata
         for job in jobs:
-            if status.state is job.status.state:
-                _refresh(job, status)  # same state, new facts (annotations)
-            else:
-                self._set_job_status(job, status, ran)
+            self._set_job_status(job, status, ran)
 
-
-def _refresh(job: Job, status: JobStatus) -> None:
-    # _set_job_status only reports state changes; a queued job's pending reason and
-    # start estimate change while it stays QUEUED, so its status is replaced in place
-    with job._lock:
-        if job._status.state is status.state:
-            job._status = status
+    def _wait_condition(self, lock: threading.Lock) -> threading.Condition:
+        """Virtual time advances only while the client blocks in ``Job.wait()``: the
+        condition a waiting client blocks on tells the session (:mod:`.pacing`)."""
+        session = self._session
+        if self.settings.virtual_time and session is not None:
+            return WaitTracker(lock, session.waiters_changed)
+        return threading.Condition(lock)
 
 
 def _weak_report(executor: BatsimJobExecutor) -> Callable[[list[Job], JobStatus, bool], None]:

@@ -14,8 +14,8 @@ wait before replying (:meth:`Pacer.hold`), given what the client is doing (a
   client is blocked in ``Job.wait()`` (and makes no other call); between calls it stands
   still, so a script's jobs get the same simulated times on every run. Clients that
   wait on callbacks instead get the simulation moving after ``grace`` idle seconds.
-  ``Job.wait`` is observed through :class:`WaitTracker`, installed as the job's
-  condition variable.
+  ``Job.wait`` is observed through :class:`WaitTracker`, the condition variable the
+  executor gives jobs for waiting (``JobExecutor._wait_condition``).
 """
 
 from __future__ import annotations
@@ -125,8 +125,8 @@ class VirtualTime(Pacer):
 class WaitTracker(threading.Condition):
     """A job's condition variable that counts the threads blocked in ``Job.wait()``.
 
-    ``Job.wait`` waits on ``job._cond`` (created on first wait); the session installs
-    this one at submit. A waiter counts from the moment it blocks until it is notified
+    ``Job.wait`` blocks on the condition its executor's ``_wait_condition`` hook made
+    (on the first wait); the Batsim executor makes this one in virtual time. A waiter counts from the moment it blocks until it is notified
     (a status change): the count drops in the notifying thread, before the waiter even
     runs, so the simulation never moves on while a woken client is deciding what to do
     next. A waiter that goes back to waiting counts again.
@@ -165,7 +165,7 @@ class WaitTracker(threading.Condition):
 
 def has_waiters(job: Job) -> bool:
     """Whether a thread is blocked in ``job.wait()`` (as far as a WaitTracker knows)."""
-    cond = job._cond
+    cond = job._cond  # the condition _wait_condition made for the job, if any
     return isinstance(cond, WaitTracker) and cond._blocked > 0
 
 

@@ -39,7 +39,7 @@ from ...errors import SubmitException
 from ...job import Job
 from . import protocol
 from .jobmanager import JobManager, JobRequest, Record
-from .pacing import ClientState, Pacer, WaitTracker, has_waiters
+from .pacing import ClientState, Pacer, has_waiters
 from .process import spawn, tail
 from .protocol import Codec, Event, Message
 
@@ -163,12 +163,6 @@ class Session:
         with self._lock:
             return list(self.jm.records)
 
-    def track_waits(self, job: Job) -> None:
-        """Let virtual time see this job's ``wait()`` calls."""
-        with job._lock:
-            if job._cond is None:
-                job._cond = WaitTracker(job._lock, self._waiters_changed)
-
     def close(self, timeout: float) -> None:
         """Finish registration, let the simulation run to its end (as fast as it can)
         for up to ``timeout`` wall seconds, then stop the simulator."""
@@ -202,7 +196,8 @@ class Session:
             self._client.actions = True
             self._pace.notify_all()
 
-    def _waiters_changed(self, delta: int) -> None:
+    def waiters_changed(self, delta: int) -> None:
+        """``delta`` client threads started (+) or stopped (-) blocking in ``Job.wait()``."""
         with self._pace:
             client = self._client
             client.waiters += delta
