@@ -72,7 +72,7 @@ def test_wait_statuses_and_sacct_exit_codes() -> None:
     ("COMPLETING", JobState.ACTIVE, None),
     ("COMPLETED", JobState.COMPLETED, None),
     ("TIMEOUT", JobState.FAILED, ["walltime exceeded", "Slurm state TIMEOUT"]),
-    ("OUT_OF_MEMORY", JobState.FAILED, ["out of memory", "killed by signal 125"]),
+    ("OUT_OF_MEMORY", JobState.FAILED, ["out of memory", "Slurm state OUT_OF_MEMORY"]),
     ("NODE_FAIL", JobState.FAILED, ["node failure"]),
     ("PREEMPTED", JobState.FAILED, ["preempted"]),
     ("CANCELLED by 0", JobState.CANCELED, ["cancelled by root (uid 0)"]),
@@ -102,7 +102,7 @@ def test_squeue_fields_become_metadata() -> None:
     running = ex._squeue_status("7", "RUNNING", "None", "0", "2026-11-22T05:03:46", "n[1-2]")
     assert running.metadata == {"native_state": "RUNNING", "nodes": "n[1-2]"}
     failed = ex._squeue_status("7", "FAILED", "NonZeroExitCode", "768", "N/A", "n1")
-    assert failed.exit_code == 3 and "exit code 3" in (failed.message or "")
+    assert failed.exit_code == 3 and failed.message == "failed (Slurm state FAILED, reason NonZeroExitCode)"
 
 
 def test_walltime_and_job_names() -> None:

@@ -23,7 +23,6 @@ from ..errors import CommandError, InvalidJobException
 from ..spec import JobSpec
 from ..state import JobState
 from .batch import BatchSchedulerExecutor, JobDir, NativeStatus, decode_wait_status
-from .batch.native import describe_exit
 from .batch.script import directive_value
 
 __all__ = ["SlurmJobExecutor", "SLURM_STATES"]
@@ -278,14 +277,13 @@ def _native(native_id: str, state: str, reason: str, exit_code: Optional[int]) -
     # these can end a job that never ran: Slurm's "0:0" then is no exit status at all
     if native_state not in _MAY_NOT_HAVE_RUN:
         ns.exit_code = exit_code
-    parts = [why or native_state.lower()]
     if native_state == "CANCELLED" and len(words) >= 3 and words[1] == "by":
-        parts[0] = f"cancelled by {_user(words[2])}"
-    if ns.exit_code is not None:
-        parts.append(describe_exit(ns.exit_code))
+        why = f"cancelled by {_user(words[2])}"
+    detail = f"Slurm state {native_state}"
     if reason not in _REASON_NONE:
-        parts.append(f"reason {reason}")
-    ns.message = f"{'; '.join(parts)} (Slurm state {native_state})"
+        detail += f", reason {reason}"
+    # the executor adds the exit status it settles on (Slurm's, or the script's record)
+    ns.message = f"{why or native_state.lower()} ({detail})"
     return ns
 
 

@@ -401,18 +401,21 @@ class BatchSchedulerExecutor(JobExecutor):
         return True
 
     def _final_status(self, t: _Tracked, ns: NativeStatus) -> JobStatus:
+        """The scheduler's why, with the exit status: the script's record when it caught
+        SIGTERM (the scheduler's figure is the shell's), else the scheduler's."""
+        if ns.state is JobState.COMPLETED:
+            return ns.status()
+        code = ns.exit_code
+        notes = [ns.message or ns.native_state]
         if t.term is not None:
-            # the script's record has the job's real exit status; the scheduler says why
             code = t.term.exit_code
-            return ns.status(message=f"{ns.message}; the job was sent SIGTERM "
-                                     f"({describe_exit(code)})", exit_code=code)
-        if t.job_dir is not None and ns.state is not JobState.COMPLETED:
-            if t.job_dir.started() is not None:
-                t.started = True
-                return ns.status(message=f"{ns.message}; the job script was killed before "
-                                         f"it could record an exit code "
-                                         f"({describe_exit(ns.exit_code)} per {self.name})")
-        return ns.status()
+            notes.append("the job script caught SIGTERM")
+        elif t.job_dir is not None and t.job_dir.started() is not None:
+            t.started = True
+            notes.append("the job script was killed before it could record an exit code")
+        if code is not None:
+            notes.append(describe_exit(code))
+        return ns.status(message="; ".join(notes), exit_code=code)
 
     def _vanished(self, missing: Sequence[_Tracked]) -> bool:
         """Jobs the status command no longer knows. True if one needs a query soon."""
