@@ -52,12 +52,17 @@ def eventually(what: str, probe: Callable[[], Optional[object]]) -> object:
     raise AssertionError(f"never happened: {what}")
 
 
+def records(work: Path, job: Job) -> list[list[str]]:
+    """The nanny's records of ``job``, as fields (see nanny.py)."""
+    path = work / "nannies" / f"{str(job.native_id)[:8]}.records"
+    lines = path.read_text().split("\n")[:-1] if path.exists() else []
+    return [line.split() for line in lines if line.split()[1] == job.native_id]
+
+
 def pid_of(work: Path, job: Job) -> int:
-    record = work / "jobs" / f"{job.native_id}.pid"
-    text = eventually(f"pid record of {job.native_id}",
-                      lambda: record.exists() and record.read_text().endswith("\n")
-                      and record.read_text())
-    return int(str(text).split()[0])
+    found = eventually(f"pid record of {job.native_id}",
+                       lambda: [r for r in records(work, job) if r[0] == "P"])
+    return int(found[0][2])  # type: ignore[index]
 
 
 def test_no_process_or_thread_before_the_first_submit(work: Path) -> None:
@@ -186,10 +191,12 @@ def test_environment_changes_between_jobs_reach_each_job(
 
 
 def test_exit_record_is_written_for_any_process_to_read(ex: LocalJobExecutor, work: Path) -> None:
-    job = Job(JobSpec("/bin/sh", ["-c", "exit 9"]))
+    job = Job(JobSpec("/bin/sh", ["-c", "sleep 0.5; exit 9"]))
     ex.submit(job)
     status = final(job)
-    code, when, canceled = (work / "jobs" / f"{job.native_id}.exit").read_text().split()
+    started, ended = records(work, job)  # written before they were reported
+    assert started[:2] == ["P", job.native_id]
+    _, _, code, when, canceled = ended
     assert (int(code), canceled) == (9, "0")
     assert float(when) == pytest.approx(status.time)
 
@@ -284,7 +291,7 @@ def test_purge_removes_a_gone_nannys_records_once_its_jobs_ended(ex: LocalJobExe
     final(running)
     token = str(running.native_id)[:8]
     assert sorted(p.name for p in (work / "nannies").iterdir()) == [
-        token, f"{token}.jobs", f"{token}.log"]
+        token, f"{token}.jobs", f"{token}.log", f"{token}.records"]
     assert ex._threads.link is not None
     nanny = psutil.Process(ex._threads.link.pid)
     ex.close()  # the nanny exits once its last job has ended

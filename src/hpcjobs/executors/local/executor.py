@@ -172,8 +172,8 @@ class LocalJobExecutor(JobExecutor):
                 if link is not None:
                     self._threads.old_links.append(link)
                 link = NannyLink(f"hpcjobs-local-{self._instance}", journal.jobs,
-                                 journal.nannies, self.config.cancel_grace_period,
-                                 self._on_nanny_event)
+                                 journal.nannies, journal.records_file,
+                                 self.config.cancel_grace_period, self._on_nanny_event)
                 journal.record_nanny(link.token, link.pid, link.ticks)
                 self._threads.link = link
             return link

@@ -6,15 +6,17 @@ Layout (directories mode 0700, files 0600, private to the user)::
                                   whose native ids are ``<token>-<n>``
     <work>/nannies/<token>.jobs   the n of each job submitted to it, one per line,
                                   appended by the one client that owns that nanny
+    <work>/nannies/<token>.records  the nanny's pid and exit records of those jobs
+                                  (appended by the nanny; format in nanny.py)
     <work>/nannies/<token>.log    the nanny's stderr (a traceback, should it crash)
-    <work>/jobs/<id>.pid .exit .cancel   the job's records (see nanny.py)
+    <work>/jobs/<id>.cancel       someone asked to cancel job <id>
     <work>/jobs/<id>/             a launcher script's own files (HPCJOBS_JOB_DIR)
     <work>/journal.lock           filelock: one purger at a time
 
-Every file has one writer, and adding a job is one append to an open file, so
-concurrent clients need no lock to submit, and any process can list and attach. Only
-purging removes records, under the filelock, a whole nanny's worth at a time and only
-once that nanny has exited (so nobody appends to what is being removed).
+Every file has one writer, and adding a job or a record is one append to an open file,
+so concurrent processes need no lock to submit, and any process can list and attach.
+Only purging removes records, under the filelock, a whole nanny's worth at a time and
+only once that nanny has exited (so nobody appends to what is being removed).
 """
 
 from __future__ import annotations
@@ -31,8 +33,7 @@ from pathlib import Path
 from typing import Optional
 
 from ...state import JobState, JobStatus
-from .nanny import (CANCEL_RECORD, EXIT_RECORD, PID_RECORD, process_alive, read_record,
-                    write_record)
+from .nanny import CANCEL_MARK, process_alive
 
 __all__ = ["Journal", "Observation", "final_status"]
 
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 
 _NATIVE_ID = re.compile(r"([0-9a-f]{8})-([0-9]+)\Z")
 _SUBMITTED = ".jobs"
+_RECORDS = ".records"
 
 
 def final_status(exit_code: int, when: float, canceled: bool) -> JobStatus:
@@ -84,6 +86,10 @@ class Journal:
         self._lock = threading.Lock()
 
     # -- writing --------------------------------------------------------------------------
+    def records_file(self, token: str) -> Path:
+        """Where the nanny of ``token`` appends its records."""
+        return self.nannies / f"{token}{_RECORDS}"
+
     def record_nanny(self, token: str, pid: int, ticks: Optional[int]) -> None:
         """Remember which process runs the jobs of ``token``."""
         write_record(f"{self.nannies}/{token}", f"{pid} {ticks}\n")
@@ -116,7 +122,7 @@ class Journal:
 
     def request_cancel(self, native_id: str) -> None:
         """Leave the mark that makes the nanny record the job as cancelled."""
-        write_record(f"{self.jobs}/{native_id}{CANCEL_RECORD}", "\n")
+        write_record(f"{self.jobs}/{native_id}{CANCEL_MARK}", "\n")
 
     # -- reading --------------------------------------------------------------------------
     def native_ids(self) -> list[str]:
@@ -128,10 +134,26 @@ class Journal:
 
     def exit_status(self, native_id: str) -> Optional[JobStatus]:
         """The final status from the job's exit record, if it has one."""
-        fields = read_record(f"{self.jobs}/{native_id}{EXIT_RECORD}")
-        if fields is None:
-            return None
-        return final_status(int(fields[0]), float(fields[1]), fields[2] == "1")
+        return self._records(native_id.partition("-")[0]).get(native_id, (None, None))[1]
+
+    def _records(self, token: str) -> dict[str, tuple[Optional[tuple[int, Optional[int]]],
+                                                    Optional[JobStatus]]]:
+        """native id -> (pid and start ticks, final status) from the nanny's records."""
+        found: dict[str, tuple[Optional[tuple[int, Optional[int]]], Optional[JobStatus]]] = {}
+        try:
+            with open(self.records_file(token), "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return found
+        for line in data.decode().split("\n")[:-1]:  # the last has no newline yet
+            kind, native_id, *fields = line.split()
+            pid, status = found.get(native_id, (None, None))
+            if kind == "P":
+                pid = (int(fields[0]), _int(fields[1]))
+            elif kind == "X":
+                status = final_status(int(fields[0]), float(fields[1]), fields[2] == "1")
+            found[native_id] = (pid, status)
+        return found
 
     def nanny_alive(self, token: str) -> bool:
         """True if the nanny of ``token`` is still alive."""
@@ -143,23 +165,21 @@ class Journal:
         m = _NATIVE_ID.match(native_id)
         if m is None:
             return _unknown(native_id)
-        status = self.exit_status(native_id)
+        running, status = self._records(m.group(1)).get(native_id, (None, None))
         if status is not None:
             return Observation(status)
-        fields = read_record(f"{self.jobs}/{native_id}{PID_RECORD}")
-        if fields is not None:
-            pid, ticks = int(fields[0]), _int(fields[1])
-            if process_alive(pid, ticks):
-                return Observation(pid=pid, ticks=ticks)
+        if running is not None:
+            if process_alive(*running):
+                return Observation(pid=running[0], ticks=running[1])
         elif m.group(2) not in self._submitted(m.group(1)):
             return _unknown(native_id)
         if self.nanny_alive(m.group(1)):
-            return Observation(pending=fields is None, settling=fields is not None)
+            return Observation(pending=running is None, settling=running is not None)
         # the nanny may have written the record just before it exited: look once more
         status = self.exit_status(native_id)
         if status is not None:
             return Observation(status)
-        if fields is None:
+        if running is None:
             why = ("was not recorded as started before the process that was to start it "
                    "died; its state is unknown")
         else:
@@ -207,23 +227,42 @@ class Journal:
 
     def _purge_nanny(self, token: str, limit: float) -> None:
         ids = [f"{token}-{seq}" for seq in self._submitted(token)]
+        records = self._records(token)
         for native_id in ids:
-            try:
-                ended = os.stat(f"{self.jobs}/{native_id}{EXIT_RECORD}").st_mtime
-            except FileNotFoundError:  # lost with its nanny: keep it while it may run
-                if self.inspect(native_id).status is None:
+            running, status = records.get(native_id, (None, None))
+            if status is None:  # lost with its nanny: keep it while it may run
+                if running is not None and process_alive(*running):
                     return
-                continue
-            if ended >= limit:
+            elif status.time >= limit:
                 return
         log.debug("purging the records of local job nanny %s (%d jobs)", token, len(ids))
         for native_id in ids:
-            for suffix in (EXIT_RECORD, PID_RECORD, CANCEL_RECORD):
-                Path(f"{self.jobs}/{native_id}{suffix}").unlink(missing_ok=True)
+            Path(f"{self.jobs}/{native_id}{CANCEL_MARK}").unlink(missing_ok=True)
             shutil.rmtree(f"{self.jobs}/{native_id}", ignore_errors=True)
-        # the journal last: while it exists, the ids above are still known
-        for suffix in (_SUBMITTED, ".log", ""):
+        # the nanny's own files last: while they exist, the ids above are still known
+        for suffix in (_RECORDS, _SUBMITTED, ".log", ""):
             (self.nannies / f"{token}{suffix}").unlink(missing_ok=True)
+
+
+def write_record(path: str, text: str) -> None:
+    """Write ``text`` (ending in a newline) to ``path`` with a single write."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def read_record(path: str) -> Optional[list[str]]:
+    """The fields of a complete record, or None if it is missing or still being written."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not data.endswith(b"\n"):
+        return None
+    return data.decode().split()
 
 
 def _unknown(native_id: str) -> Observation:

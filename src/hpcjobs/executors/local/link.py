@@ -33,15 +33,15 @@ Handler = Callable[[Optional[list[Any]]], None]
 class NannyLink:
     """A running nanny and the thread that reads its reports."""
 
-    def __init__(self, name: str, jobs_dir: Path, nannies_dir: Path, grace: float,
-                 handler: Handler) -> None:
+    def __init__(self, name: str, jobs_dir: Path, nannies_dir: Path,
+                 records: Callable[[str], Path], grace: float, handler: Handler) -> None:
         self.token = os.urandom(4).hex()
         log_path = nannies_dir / f"{self.token}.log"
         with open(log_path, "ab") as err:
             # -I -S: the nanny needs only the standard library; skipping site and user
             # paths makes it start fast and immune to the user's PYTHON* settings
             p = subprocess.Popen([sys.executable, "-I", "-S", nanny.__file__, str(jobs_dir),
-                                  repr(grace)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  str(records(self.token)), repr(grace)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=err, start_new_session=True)
         assert p.stdin is not None and p.stdout is not None
         p.wait()  # the intermediate process; the nanny itself is its orphaned child
