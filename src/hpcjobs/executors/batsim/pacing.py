@@ -53,8 +53,8 @@ class Pacer(ABC):
     #: simulated seconds between keep-alive CALL_ME_LATERs (None: none needed)
     tick: Optional[float] = None
 
-    def start(self) -> None:
-        """The simulation began (simulated time 0) now."""
+    def start(self) -> None:  # noqa: B027 (a hook; most pacers need no start time)
+        """Hook: the simulation began (simulated time 0) now."""
 
     @abstractmethod
     def submit_time(self, held: float) -> float:

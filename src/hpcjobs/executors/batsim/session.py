@@ -221,7 +221,8 @@ class Session:
                     # it need not wait for the events below to fall due
                     self._held = msg.now
                     self._pace.notify_all()
-                self._wait(lambda: self._pacer.due(msg.now, self._client))
+                due = msg.now
+                self._wait(lambda: self._pacer.due(due, self._client))  # called right here
                 ending = any(e["type"] == "SIMULATION_ENDS" for e in msg.events)
                 with self._lock:
                     self._now = msg.now
