@@ -36,7 +36,7 @@ def test_state_order_follows_the_spec() -> None:
 ])
 def test_path_synthesises_skipped_states(current: S, target: S, ran: bool,
                                           expected: list[S]) -> None:
-    assert path_to(current, target, ran) == expected
+    assert list(path_to(current, target, ran)) == expected
 
 
 def test_jobspec_defaults_and_conversions() -> None:
