@@ -42,7 +42,7 @@ def test_draw_png(jobs_csv: Path, tmp_path: Path) -> None:
 def test_command_line(jobs_csv: Path, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     out = tmp_path / "cli.png"
-    p = subprocess.run([sys.executable, "-m", "hpcjobs.executors.batsim.gantt", str(jobs_csv), str(out)],
+    p = subprocess.run([sys.executable, "-m", "hpcjobs", "gantt", str(jobs_csv), str(out)],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert out.is_file() and p.stdout.strip() == str(out)
@@ -54,5 +54,6 @@ def test_clear_message_without_matplotlib(jobs_csv: Path, tmp_path: Path,
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     with pytest.raises(gantt.GanttUnavailable, match=r"pip install 'hpcjobs\[gantt\]'"):
         gantt.draw(jobs_csv, tmp_path / "x.png")
-    assert gantt.main([str(jobs_csv), str(tmp_path / "x.png")]) == 2
+    from hpcjobs.cli import main
+    assert main(["gantt", str(jobs_csv), str(tmp_path / "x.png")]) == 125
     assert "hpcjobs[gantt]" in capsys.readouterr().err

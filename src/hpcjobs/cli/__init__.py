@@ -122,6 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", parents=[common], help="print the native ids of known jobs",
                        description="print the native ids of the jobs the executor knows")
     p.set_defaults(func=commands.list_jobs, parser=p)
+    p = sub.add_parser("gantt", help="draw a simulated schedule as a PNG (needs hpcjobs[gantt])",
+                       description="draw the schedule in a Batsim _jobs.csv as a Gantt chart")
+    p.add_argument("jobs_csv", metavar="JOBS.csv", help="the simulation's <prefix>_jobs.csv")
+    p.add_argument("png", metavar="OUT.png")
+    p.add_argument("--title")
+    p.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(func=commands.gantt, parser=p)
     return parser
 
 

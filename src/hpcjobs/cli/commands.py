@@ -98,6 +98,20 @@ def cancel(ns: argparse.Namespace) -> int:
     return _report(jobs, ns.json, ns.timeout, need_final=True)
 
 
+def gantt(ns: argparse.Namespace) -> int:
+    """``hpcjobs gantt``: draw a simulated schedule (Batsim's ``_jobs.csv``) as a PNG."""
+    from ..executors.batsim.gantt import GanttUnavailable, draw
+    try:
+        print(draw(ns.jobs_csv, ns.png, title=ns.title))
+    except GanttUnavailable as e:
+        err(str(e))
+        return EXIT_ERROR
+    except (KeyError, ValueError) as e:
+        err(f"{ns.jobs_csv}: not a Batsim jobs file ({e})")
+        return EXIT_ERROR
+    return 0
+
+
 def list_jobs(ns: argparse.Namespace) -> int:
     """Print the native ids the executor knows about."""
     with _executor(ns) as ex:

@@ -5,20 +5,19 @@ finish (simulated seconds), coloured by how it ended. Needs matplotlib, the opti
 extra ``hpcjobs[gantt]``; without it :func:`draw` raises :class:`GanttUnavailable` with
 the install command. Command line::
 
-    python -m hpcjobs.executors.batsim.gantt out_jobs.csv schedule.png
+    hpcjobs gantt out_jobs.csv schedule.png
 """
 
 from __future__ import annotations
 
 import csv
-import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Optional, Union
 
 from .schedulers.base import parse_idset
 
-__all__ = ["draw", "read_jobs", "JobBar", "GanttUnavailable", "main"]
+__all__ = ["draw", "read_jobs", "JobBar", "GanttUnavailable"]
 
 _COLOURS = {"COMPLETED_SUCCESSFULLY": "#4c9a2a", "COMPLETED_FAILED": "#c0392b",
             "COMPLETED_WALLTIME_REACHED": "#e67e22", "COMPLETED_KILLED": "#7f8c8d"}
@@ -97,25 +96,3 @@ def draw(jobs_csv: Union[str, Path], out_png: Union[str, Path], title: Optional[
     finally:
         plt.close(fig)
     return Path(out_png)
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m hpcjobs.executors.batsim.gantt <jobs.csv> <out.png>``."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 2:
-        print("usage: python -m hpcjobs.executors.batsim.gantt <jobs.csv> <out.png>", file=sys.stderr)
-        return 2
-    try:
-        path = draw(args[0], args[1])
-    except GanttUnavailable as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except (OSError, KeyError, ValueError) as e:
-        print(f"error: cannot draw {args[0]!r}: {e!r}", file=sys.stderr)
-        return 1
-    print(path)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
