@@ -48,10 +48,6 @@ __all__ = ["BatchConfig", "BatchSchedulerExecutor"]
 
 log = logging.getLogger(__name__)
 
-#: set in the job's environment: where launcher scripts may keep per-job files
-JOB_DIR_VARIABLE = "HPCJOBS_JOB_DIR"
-
-
 @dataclasses.dataclass
 class BatchConfig(JobExecutorConfig):
     """Settings shared by the batch backends.
@@ -240,7 +236,6 @@ class BatchSchedulerExecutor(JobExecutor):
         directory = os.path.expanduser(spec.directory) if spec.directory else None
         return {
             "job_dir": str(job_dir.path),
-            "job_dir_variable": JOB_DIR_VARIABLE,
             "directory": directory,
             "environment": [{"name": k, "value": Expandable(v)}
                             for k, v in (spec.environment or {}).items()],
