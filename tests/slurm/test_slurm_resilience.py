@@ -115,3 +115,21 @@ def test_unknown_native_states_are_logged_and_ignored(executor: JobExecutor, tmp
         status = job.wait(timeout=WAIT)
     assert status is not None and status.state is JobState.COMPLETED, status
     assert any("unknown native state 'WARPING'" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("prints_id", [True, False])
+def test_a_submit_that_times_out_after_submitting_is_not_lost(
+        slurm_cluster: str, work_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        prints_id: bool) -> None:
+    # sbatch submits, then hangs past the executor's command timeout, having printed the
+    # job id or not (then the job is found in squeue by its script's path)
+    out = "" if prints_id else " >/dev/null"
+    fake = shim(tmp_path / "bin", "sbatch", f'"$REAL" "$@"{out}; status=$?; sleep 5; exit $status')
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    config = {"work_directory": work_dir, "command_timeout": 2.0}
+    with JobExecutor.get_instance("slurm", config=config) as executor:
+        job = Job(JobSpec("/bin/sh", ["-c", "exit 4"]))
+        executor.submit(job)  # submitted after all: not an error
+        assert job.native_id is not None and squeue_state(job.native_id) != ""
+        status = job.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.FAILED and status.exit_code == 4

@@ -75,6 +75,9 @@ _OPTION = re.compile(r"[a-z][a-z0-9-]*\Z")
 _RESERVED = {"output", "error", "input", "parsable", "wrap", "array", "wait", "chdir",
              "export-file", "test-only", "help", "usage", "version"}
 _REASON_NONE = {"None", "", "(null)"}
+_TRANSIENT = ("Socket timed out", "Unable to contact slurm controller",
+              "Slurm temporarily unable to accept job", "Resource temporarily unavailable",
+              "Zero Bytes were transmitted or received")
 _MAY_NOT_HAVE_RUN = {"CANCELLED", "DEADLINE", "BOOT_FAIL", "REVOKED"}
 
 
@@ -150,6 +153,24 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
         if not _NATIVE_ID.match(native_id):
             raise ValueError(f"not a Slurm job id: {native_id!r}")
         return native_id
+
+    def _find_submitted(self, job_dir: JobDir) -> Optional[str]:
+        try:
+            out = commands.run(["squeue", "--noheader", "--states=all",
+                                f"--user={getpass.getuser()}", "--Format=JobArrayID:|,Command:"],
+                               timeout=self.config.command_timeout).stdout
+        except CommandError as e:
+            log.warning("cannot look for a job submitted despite the error: %s", e)
+            return None
+        for line in out.splitlines():
+            native_id, _, command = line.partition("|")
+            if command.strip() == str(job_dir.script):
+                return native_id.strip()
+        return None
+
+    def _is_transient(self, error: CommandError) -> bool:
+        # the controller is busy or unreachable (slurm_strerror texts)
+        return any(text in error.stderr for text in _TRANSIENT)
 
     def _cancel_command(self, native_id: str) -> list[str]:
         return ["scancel", native_id]

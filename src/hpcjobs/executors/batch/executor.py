@@ -153,6 +153,15 @@ class BatchSchedulerExecutor(JobExecutor):
         file-system lag)."""
         return 10.0
 
+    def _find_submitted(self, job_dir: JobDir) -> Optional[str]:
+        """The native id of a job running ``job_dir.script`` if the scheduler has one
+        (asked after a submit command timed out), else None."""
+        return None
+
+    def _is_transient(self, error: CommandError) -> bool:
+        """True if a failed submit command may work when retried (scheduler busy)."""
+        return False
+
     @abstractmethod
     def _check_native_id(self, native_id: str) -> None:
         """Raise InvalidJobException if ``native_id`` cannot be an id of this scheduler."""
@@ -245,12 +254,27 @@ class BatchSchedulerExecutor(JobExecutor):
             "stderr": _stream(spec.stderr_path),
         }
 
+    def _submitted_anyway(self, job_dir: JobDir, error: CommandError) -> Optional[str]:
+        try:
+            return self._parse_submit(error.stdout)  # it printed the id before hanging
+        except ValueError:
+            return self._find_submitted(job_dir)
+
     def _run_submit(self, job_dir: JobDir) -> str:
         try:
             result = commands.run(self._submit_command(job_dir), timeout=self.config.command_timeout)
         except CommandError as e:
-            raise SubmitException(f"{self.name} refused the job: {(e.stderr or e.stdout).strip()}",
-                                  e, transient=e.returncode is None) from e
+            # a submit command that timed out may have submitted the job all the same:
+            # never leave it running unknown to us
+            native_id = self._submitted_anyway(job_dir, e) if e.returncode is None else None
+            if native_id is not None:
+                log.warning("%s: the submit command failed (%s) but %s job %s runs %s",
+                            self.name, e, self.name, native_id, job_dir.script)
+                return native_id
+            transient = e.returncode is None or self._is_transient(e)
+            raise SubmitException(f"{self.name} did not take the job: "
+                                  f"{(e.stderr or e.stdout or e.reason).strip()}",
+                                  e, transient=transient) from e
         try:
             return self._parse_submit(result.stdout)
         except ValueError as e:
