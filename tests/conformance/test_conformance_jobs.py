@@ -17,6 +17,17 @@ WaitFinal = Callable[[Job], JobStatus]
 TIMEOUT = 120.0
 
 
+class _Recorder:
+    def __init__(self) -> None:
+        self.states: list[JobState] = []
+        self.done = threading.Event()
+
+    def __call__(self, job: Job, status: JobStatus) -> None:
+        self.states.append(status.state)
+        if status.state.final:
+            self.done.set()
+
+
 def test_simple_job_completes(run_job: Run, launcher: str) -> None:
     job, status = run_job(JobSpec("/bin/true", launcher=launcher))
     assert status.state is JobState.COMPLETED, status
@@ -140,13 +151,17 @@ def test_missing_executable_is_refused_or_fails_clearly(executor: JobExecutor,
 
 @pytest.mark.requires("cancel")
 def test_cancel_running_job(executor: JobExecutor, launcher: str, wait_final: WaitFinal) -> None:
+    rec = _Recorder()
     job = Job(JobSpec("/bin/sleep", ["600"], launcher=launcher))
+    job.set_job_status_callback(rec)
     executor.submit(job)
     assert job.wait(timeout=TIMEOUT, target_states=JobState.ACTIVE) is not None
     job.cancel()
     status = wait_final(job)
     assert status.state is JobState.CANCELED, status
     assert status.message and "cancel" in status.message.lower()
+    assert rec.done.wait(TIMEOUT)
+    assert rec.states == [JobState.QUEUED, JobState.ACTIVE, JobState.CANCELED]
 
 
 @pytest.mark.requires("cancel")
@@ -176,17 +191,6 @@ def test_wait_with_target_state_and_timeout(executor: JobExecutor, require: Call
     require("cancel")
     job.cancel()
     assert wait_final(job).state is JobState.CANCELED
-
-
-class _Recorder:
-    def __init__(self) -> None:
-        self.states: list[JobState] = []
-        self.done = threading.Event()
-
-    def __call__(self, job: Job, status: JobStatus) -> None:
-        self.states.append(status.state)
-        if status.state.final:
-            self.done.set()
 
 
 def test_callbacks_see_each_state_once_in_order(executor: JobExecutor, launcher: str,
