@@ -334,3 +334,13 @@ def test_a_directory_made_anew_is_the_new_one(ex: LocalJobExecutor, tmp_path: Pa
         if round == "first":
             (work / "here").unlink()
             work.rmdir()
+
+
+def test_a_directory_under_home_is_expanded(ex: LocalJobExecutor, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "sub dir").mkdir()
+    job = Job(JobSpec("/bin/pwd", directory="~/sub dir", stdout_path="~/sub dir/out"))
+    ex.submit(job)
+    assert final(job).state is JobState.COMPLETED
+    assert (tmp_path / "sub dir" / "out").read_text() == f"{tmp_path}/sub dir\n"
