@@ -310,17 +310,24 @@ def test_purge_removes_a_gone_nannys_records_once_its_jobs_ended(ex: LocalJobExe
         ex2.close()
 
 
-def test_a_forgotten_executor_ends_its_threads(work: Path) -> None:
+def test_a_forgotten_executor_ends_its_threads(ex: LocalJobExecutor, work: Path) -> None:
+    running = Job(JobSpec("/bin/sleep", ["600"]))
+    ex.submit(running)
+    pid_of(work, running)
+
     def use_and_forget() -> str:
         e = JobExecutor.get_instance("local", config={"work_directory": work})
         job = Job(JobSpec("/bin/true"))
-        e.submit(job)
+        e.submit(job)  # a nanny and its reader
         final(job)
+        e.attach(Job(), str(running.native_id))  # a watcher, following a live job
         return f"hpcjobs-local-{e._instance}"  # type: ignore[attr-defined]
     prefix = use_and_forget()
     gc.collect()
     eventually("threads ended", lambda: not [t for t in threading.enumerate()
                                               if t.name.startswith(prefix + "-")])
+    running.cancel()
+    assert final(running).state is JobState.CANCELED
 
 
 def test_a_directory_made_anew_is_the_new_one(ex: LocalJobExecutor, tmp_path: Path) -> None:

@@ -57,6 +57,7 @@ class NannyLink:
         self._send_lock = threading.Lock()
         self._last_env: Optional[dict[str, str]] = None
         self._wake_r, self._wake_w = os.pipe()
+        self._closing = self._reader_releases = False
         self.alive = True
         ref: Callable[[], Optional[Handler]]
         ref = weakref.WeakMethod(handler) if hasattr(handler, "__self__") else (lambda: handler)
@@ -85,15 +86,22 @@ class NannyLink:
 
     def close(self) -> None:
         """Stop reading and let the nanny go: it finishes its jobs, then exits."""
-        if self._wake_w < 0:
+        if self._closing:
+            return
+        self._closing = True
+        if self._thread is threading.current_thread():
+            # a forgotten executor collected on the reader thread itself: the reader
+            # sees _closing after this handler returns and releases on its way out
+            self._reader_releases = True
             return
         os.write(self._wake_w, b"x")
-        if self._thread is not threading.current_thread():
-            self._thread.join()
+        self._thread.join()
+        self._release()
+
+    def _release(self) -> None:
         self._close_pipes()
         os.close(self._wake_w)
         os.close(self._wake_r)
-        self._wake_w = -1
 
     def _close_pipes(self) -> None:
         self.alive = False
@@ -126,8 +134,12 @@ class NannyLink:
                     except Exception:
                         log.exception("failed to handle nanny event %r", line)
                 del handler
+                if self._closing:
+                    return
         finally:
             sel.close()
+            if self._reader_releases:
+                self._release()
 
 
 def _read_line(fd: int) -> Optional[bytes]:

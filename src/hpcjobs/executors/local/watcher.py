@@ -61,8 +61,9 @@ class Watcher:
         self._sel = selectors.DefaultSelector()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
         self._sel.register(self._wake_r, selectors.EVENT_READ)
-        self._stopped = False
+        self._stopped = self._thread_releases = False
         self._thread = threading.Thread(target=self._run, name=f"{name}-watcher", daemon=True)
         self._thread.start()
 
@@ -92,9 +93,15 @@ class Watcher:
         if self._stopped:
             return
         self._stopped = True
+        if self._thread is threading.current_thread():
+            # a forgotten executor collected on this thread: _run releases on its way out
+            self._thread_releases = True
+            return
         self._wake()
-        if self._thread is not threading.current_thread():
-            self._thread.join()
+        self._thread.join()
+        self._release()
+
+    def _release(self) -> None:
         for entry in self._entries.values():
             if entry.pidfd >= 0:
                 os.close(entry.pidfd)
@@ -109,6 +116,13 @@ class Watcher:
             pass
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        finally:
+            if self._thread_releases:
+                self._release()
+
+    def _loop(self) -> None:
         while not self._stopped:
             with self._lock:
                 due = [t for e in self._entries.values()
@@ -143,10 +157,13 @@ class Watcher:
         obs = self._journal.inspect(entry.native_id)
         status = self._status(entry, obs)
         report = self._report()
-        if report is None:
-            self._stopped = True
+        if report is None:  # the executor is gone: its finaliser is stopping us
+            entry.recheck_at = None
             return
         report(entry.native_id, status)
+        del report
+        if self._stopped:
+            return
         if status.state.final:
             with self._lock:
                 del self._entries[entry.native_id]
