@@ -351,3 +351,23 @@ def test_a_directory_under_home_is_expanded(ex: LocalJobExecutor, tmp_path: Path
     ex.submit(job)
     assert final(job).state is JobState.COMPLETED
     assert (tmp_path / "sub dir" / "out").read_text() == f"{tmp_path}/sub dir\n"
+
+
+def test_cancel_from_another_executor_kills_the_whole_group(ex: LocalJobExecutor, work: Path,
+                                                            tmp_path: Path) -> None:
+    child = tmp_path / "child"
+    # the leader ends on SIGTERM; its child ignores it and must still go
+    job = Job(JobSpec("/bin/sh", ["-c", f"(trap '' TERM; exec sleep 600) & echo $! > '{child}'; wait"]))
+    ex.submit(job)
+    text = eventually("child pid", lambda: child.exists() and child.read_text().strip())
+    grandchild = psutil.Process(int(str(text)))
+    other = JobExecutor.get_instance("local", config={"work_directory": work})
+    try:
+        twin = Job()
+        other.attach(twin, str(job.native_id))
+        twin.cancel()
+        assert final(twin).state is JobState.CANCELED
+    finally:
+        other.close()
+    assert final(job).state is JobState.CANCELED
+    grandchild.wait(timeout=TIMEOUT)

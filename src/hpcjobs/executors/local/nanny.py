@@ -283,27 +283,23 @@ class Nanny:
 
     def reap(self) -> None:
         while self.running:
-            if self.canceled:
-                # peek before reaping: a cancelled job's group gets SIGKILL while its
-                # leader's pid still names it (after the reap the pid may be reused)
-                info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-                if info is None:
-                    return
-                if self.running.get(info.si_pid) in self.canceled:
-                    _killpg(info.si_pid, signal.SIGKILL)
-                pid, status = os.waitpid(info.si_pid, 0)
-            else:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-                if pid == 0:
-                    return
-            now = time.time()
+            # peek, then reap: a cancelled job's leftover group gets SIGKILL while its
+            # leader's pid still names it (once reaped, the pid may be reused)
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            if info is None:
+                return
+            pid = info.si_pid
             job_id = self.running.pop(pid, None)
+            canceled = job_id is not None and (job_id in self.canceled or os.path.exists(
+                os.path.join(self.jobs_dir, job_id + CANCEL_MARK)))
+            if canceled:
+                _killpg(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+            now = time.time()
             if job_id is None:
                 continue
             code = os.waitstatus_to_exitcode(status)
             del self.pids[job_id]
-            canceled = job_id in self.canceled or os.path.exists(
-                os.path.join(self.jobs_dir, job_id + CANCEL_MARK))
             self.canceled.discard(job_id)
             self.new_records.append(f"X {job_id} {code} {now:.6f} {int(canceled)}\n")
             self.report("X", job_id, code, now, canceled)
