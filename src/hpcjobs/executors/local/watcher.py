@@ -151,7 +151,12 @@ class Watcher:
                     if entry.pid:
                         _killpg_checked(entry.pid, entry.ticks, signal.SIGKILL)
                 if entry.recheck_at is not None and entry.recheck_at <= now:
-                    self._check(entry, now)
+                    try:
+                        self._check(entry, now)
+                    except Exception:  # unreadable records, say: never the thread's end
+                        log.exception("local job %s: check failed; retrying in %s s",
+                                      entry.native_id, _LAST_RECHECK)
+                        entry.recheck_at = now + _LAST_RECHECK
 
     def _check(self, entry: _Entry, now: float) -> None:
         obs = self._journal.inspect(entry.native_id)
