@@ -33,9 +33,10 @@ def write(journal: Journal, nanny: str, submitted: str, records: str) -> None:
     journal.records_file(TOKEN).write_text(records)
 
 
-def test_exit_record_wins_and_a_line_being_written_is_skipped(journal: Journal) -> None:
+def test_exit_record_wins_and_lines_damaged_or_being_written_are_skipped(journal: Journal) -> None:
     write(journal, ALIVE, "1\n2\n3\n",
-          f"P {TOKEN}-1 {ALIVE}\nX {TOKEN}-1 3 100.5 0\nP {TOKEN}-2 {ALIVE}\nX {TOKEN}-2 0 10")
+          f"P {TOKEN}-1 {ALIVE}\nX {TOKEN}-1 3 100.5 0\ngarbage\nX {TOKEN}-3 zz\n"
+          f"P {TOKEN}-2 {ALIVE}\nX {TOKEN}-2 0 10")
     first = journal.inspect(f"{TOKEN}-1").status
     assert first is not None and (first.state, first.exit_code, first.time) == (
         JobState.FAILED, 3, 100.5)

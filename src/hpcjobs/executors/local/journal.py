@@ -145,13 +145,17 @@ class Journal:
                 data = f.read()
         except FileNotFoundError:
             return found
-        for line in data.decode().split("\n")[:-1]:  # the last has no newline yet
-            kind, native_id, *fields = line.split()
-            pid, status = found.get(native_id, (None, None))
-            if kind == "P":
-                pid = (int(fields[0]), _int(fields[1]))
-            elif kind == "X":
-                status = final_status(int(fields[0]), float(fields[1]), fields[2] == "1")
+        for line in data.decode(errors="replace").split("\n")[:-1]:  # last: being written
+            try:
+                kind, native_id, *fields = line.split()
+                pid, status = found.get(native_id, (None, None))
+                if kind == "P":
+                    pid = (int(fields[0]), _int(fields[1]))
+                elif kind == "X":
+                    status = final_status(int(fields[0]), float(fields[1]), fields[2] == "1")
+            except (ValueError, IndexError):
+                log.warning("%s: ignoring a damaged record %r", self.records_file(token), line)
+                continue
             found[native_id] = (pid, status)
         return found
 
