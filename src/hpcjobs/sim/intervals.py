@@ -36,8 +36,9 @@ def _check_limit(what: str, first: int, last: int, limit: int | None) -> None:
                                 f"(the platform has compute resources 0-{limit - 1})")
 
 
-def format_ids(ids: Iterable[int]) -> str:
-    """Format resource ids as Batsim does: sorted, consecutive runs as ``a-b``, space separated."""
+def format_ids(ids: Iterable[int], sep: str = " ") -> str:
+    """Format resource ids as Batsim does: sorted, consecutive runs as ``a-b``, space
+    separated (``sep=","`` gives Flux's RFC 22 idsets)."""
     ordered = sorted(set(ids))
     parts: list[str] = []
     i = 0
@@ -47,4 +48,4 @@ def format_ids(ids: Iterable[int]) -> str:
             j += 1
         parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
         i = j + 1
-    return " ".join(parts)
+    return sep.join(parts)

@@ -35,6 +35,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ....sim import intervals
+
 __all__ = ["Scheduler", "QueueScheduler", "Pending", "Running", "SUCCESS", "ANNOTATE", "DENY",
            "CANCEL", "make_R", "ranks_of", "idset", "parse_idset", "jobspec_nodes",
            "jobspec_duration", "merge_annotations", "REASON_RESOURCES", "REASON_PRIORITY"]
@@ -85,25 +87,13 @@ class Scheduler(ABC):
 # -- RFC 20 R, RFC 22 idsets, RFC 14 jobspec, RFC 27 annotation merging --------------------
 def idset(ids: list[int], sep: str = ",") -> str:
     """``[0, 1, 2, 5]`` -> ``"0-2,5"`` (RFC 22); Batsim's interval sets use ``sep=" "``."""
-    ordered = sorted(set(ids))
-    parts: list[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return sep.join(parts)
+    return intervals.format_ids(ids, sep)
 
 
 def parse_idset(text: str) -> list[int]:
-    """``"0-2,5"`` or ``"0-2 5"`` -> ``[0, 1, 2, 5]``."""
-    ids: list[int] = []
-    for part in text.replace(",", " ").split():
-        lo, _, hi = part.partition("-")
-        ids.extend(range(int(lo), int(hi or lo) + 1))
-    return sorted(set(ids))
+    """``"0-2,5"`` or ``"0-2 5"`` -> ``[0, 1, 2, 5]`` (``""`` -> ``[]``)."""
+    text = text.replace(",", " ")
+    return intervals.parse(text, "idset") if text.strip() else []
 
 
 def make_R(ranks: list[int], starttime: float, expiration: float,
