@@ -89,7 +89,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._config: Optional[dict[str, float]] = None
+        self._slurm_conf: Optional[dict[str, float]] = None
 
     # -- the script ---------------------------------------------------------------------
     def _validate(self, spec: JobSpec) -> None:
@@ -269,7 +269,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
     def _slurm_config(self) -> dict[str, float]:
         """MinJobAge and KillWait from ``scontrol show config``, read once (Slurm's
         defaults, 300 s and 30 s, if it cannot be read)."""
-        if self._config is None:
+        if self._slurm_conf is None:
             config = {"MinJobAge": 300.0, "KillWait": 30.0}
             try:
                 out = commands.run(["scontrol", "show", "config"],
@@ -281,8 +281,8 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
                 m = re.search(rf"^{key}\s*=\s*(\d+)", out, re.MULTILINE)
                 if m:
                     config[key] = float(m.group(1))
-            self._config = config
-        return self._config
+            self._slurm_conf = config
+        return self._slurm_conf
 
 def _native(native_id: str, state: str, reason: str, exit_code: Optional[int]) -> NativeStatus:
     """A Slurm record in PSI/J terms, with the message for every kind of ending."""
