@@ -55,6 +55,8 @@ class BatchConfig(JobExecutorConfig):
     ``file_poll_interval``: seconds between looks at the live jobs' files.
     ``min_query_interval`` / ``max_query_interval``: the scheduler status query runs
     this soon after a submit/attach, then doubles its interval up to the maximum.
+    ``blind_query_interval``: the maximum instead while a live job has no job files
+    (attached, submitted by other means): the scheduler is then its only witness.
     ``command_timeout``: seconds any scheduler command may take.
     ``query_chunk_size``: job ids per status command (ARG_MAX, scheduler RPC size).
     """
@@ -62,6 +64,7 @@ class BatchConfig(JobExecutorConfig):
     file_poll_interval: float = 0.25
     min_query_interval: float = 2.0
     max_query_interval: float = 60.0
+    blind_query_interval: float = 15.0
     command_timeout: float = 30.0
     query_chunk_size: int = 500
 
@@ -374,8 +377,11 @@ class BatchSchedulerExecutor(JobExecutor):
         if missing:
             urgent = self._vanished(missing) or urgent
         with self._lock:
+            longest = self.config.max_query_interval
+            if any(t.job_dir is None for t in self._tracked.values()):
+                longest = min(longest, self.config.blind_query_interval)
             self._interval = (self.config.min_query_interval if urgent else
-                              min(self._interval * 2, self.config.max_query_interval))
+                              min(self._interval * 2, longest))
             self._next_query = time.monotonic() + self._interval
 
     def _back_off(self, error: CommandError) -> None:
