@@ -97,6 +97,8 @@ def status_commands_per_minute(m: int, work: Path, counter: Path, warmup: float,
         finally:
             ids = [str(j.native_id) for j in jobs if j.native_id]
             subprocess.run(["scancel", *ids], check=False)
+            for job in jobs:  # their scripts still write their files: let them finish
+                job.wait(timeout=120)
     return calls * 60.0 / window
 
 
@@ -107,7 +109,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=60.0)
     parser.add_argument("--window", type=float, default=120.0)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="hpcjobs-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="hpcjobs-bench-", ignore_cleanup_errors=True) as tmp:
         root = Path(tmp)
         counter = root / "status-commands"
         wrappers = root / "bin"
