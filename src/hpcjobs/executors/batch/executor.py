@@ -73,13 +73,14 @@ class _Tracked:
     """What the monitor knows about one live native job (shared by the Job objects that
     follow it: the submitted one and attached copies)."""
 
-    __slots__ = ("native_id", "jobs", "job_dir", "started", "exit_mtime", "term",
+    __slots__ = ("native_id", "jobs", "job_dir", "unlinked", "started", "exit_mtime", "term",
                  "ended", "missing_since", "asked_accounting", "warned")
 
     def __init__(self, native_id: str, job: Job, job_dir: Optional[JobDir]) -> None:
         self.native_id = native_id
         self.jobs = [job]
         self.job_dir = job_dir
+        self.unlinked = False  # ids/<native id> not written yet
         self.started = False
         self.exit_mtime: Optional[float] = None
         self.term: Optional[ExitRecord] = None  # SIGTERM caught: ask the scheduler why
@@ -174,18 +175,16 @@ class BatchSchedulerExecutor(JobExecutor):
         with self._submission(job) as spec:
             job_dir = JobDir.create(self.work_directory, job.id)
             try:
-                script = self._render(spec, job_dir)
-                fd = os.open(job_dir.script, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
-                with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
-                    f.write(script)
+                job_dir.write_script(self._render(spec, job_dir))
                 native_id = self._run_submit(job_dir)
             except BaseException:
                 job_dir.remove()
                 raise
-            job_dir.link(native_id)
             job._bind(self, native_id)
+            tracked = _Tracked(native_id, job, job_dir)
+            tracked.unlinked = True  # the monitor links the id to the directory, off this path
             with self._lock:
-                self._tracked[native_id] = _Tracked(native_id, job, job_dir)
+                self._tracked[native_id] = tracked
         log.info("job %s submitted to %s as %s", job.id, self.name, native_id)
         self._set_job_status(job, JobStatus(JobState.QUEUED))
         self._query_soon(self.config.min_query_interval)
@@ -287,6 +286,11 @@ class BatchSchedulerExecutor(JobExecutor):
     # ===================================================================== the monitor
     def _close(self) -> None:
         self._monitor_finalizer()
+        with self._lock:
+            tracked = list(self._tracked.values())
+        for t in tracked:  # (jobs submitted since the monitor's last look)
+            if t.unlinked:
+                self._link(t)
 
     def _query_soon(self, delay: float) -> None:
         """Ask for a status query within ``delay`` seconds (and reset the backoff)."""
@@ -306,6 +310,8 @@ class BatchSchedulerExecutor(JobExecutor):
         watched = False
         for t in tracked:
             if t.job_dir is not None:
+                if t.unlinked:
+                    self._link(t)
                 self._check_files(t)
                 watched = True
         if due:
@@ -317,6 +323,16 @@ class BatchSchedulerExecutor(JobExecutor):
                 self._next_query = time.monotonic() + self._interval
             wait = max(0.0, self._next_query - time.monotonic())
         return min(wait, self.config.file_poll_interval) if watched else wait
+
+    def _link(self, t: _Tracked) -> None:
+        """Record which directory the job ``t`` has (for attach from other processes)."""
+        assert t.job_dir is not None
+        try:
+            t.job_dir.link(t.native_id)
+        except OSError as e:
+            log.warning("%s job %s: cannot link its id to %s: %s", self.name, t.native_id,
+                        t.job_dir.path, e)
+        t.unlinked = False
 
     def _check_files(self, t: _Tracked) -> bool:
         """Look at the job's files; True if that ended the job."""

@@ -104,6 +104,15 @@ class JobDir:
             link.unlink()
             os.symlink(target, link)
 
+    def write_script(self, text: str) -> None:
+        """Write the batch script (mode 0700; the file must not exist yet)."""
+        data = text.encode("utf-8", "surrogateescape")
+        fd = os.open(self.script, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+
     def remove(self) -> None:
         """Delete the directory (a submission that failed leaves nothing behind)."""
         for child in self.path.iterdir():
