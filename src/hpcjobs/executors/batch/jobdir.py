@@ -8,8 +8,9 @@ Layout (``<work directory>/<job id>/``, mode 0700)::
     exitcode     "<status> <caught signal or ->" written when the script ends, also when
                  it is terminated with SIGTERM (walltime, cancel), via a trap
 
-``<work directory>/ids/<native id>`` is a symlink to the job's directory, so an executor
-in another process can attach to the job by native id and still read its files.
+``<work directory>/ids/<native id>`` is a symlink to the job's directory (made by the
+executor's monitor thread soon after the submit), so an executor in another process can
+attach to the job by native id and still read its files.
 The script writes ``exitcode`` through a temporary file and a rename, so a reader never
 sees half a record.
 """
