@@ -364,6 +364,12 @@ class BatchSchedulerExecutor(JobExecutor):
     def _reconcile(self) -> None:
         """One round of status queries for every live job."""
         with self._lock:
+            blind = [t for t in self._tracked.values() if t.job_dir is None]
+        for t in blind:  # its submitter may have linked the job's files since
+            t.job_dir = JobDir.find(self.work_directory, t.native_id)
+            if t.job_dir is not None:
+                self._check_files(t)
+        with self._lock:
             tracked = list(self._tracked.values())
         ids = [t.native_id for t in tracked]
         found: dict[str, NativeStatus] = {}
