@@ -172,17 +172,22 @@ class Job:
         entered (synthesised ones first) to ``hand_off`` while still holding the lock,
         so two threads reporting on one job cannot queue callbacks out of order.
 
-        A report of the current, non-final state refreshes its message and metadata
-        (a pending reason, an estimated start) and keeps the time the state was
-        entered; callbacks are for state changes only. Called via _set_job_status.
+        A report of the current, non-final state that carries metadata or a message
+        replaces those (a pending reason, an estimated start: backends report the whole
+        picture) and keeps the time the state was entered; one carrying neither is no
+        news. Callbacks are for state changes only. Called via _set_job_status.
         """
         with self._lock:
             current = self._status
             path = path_to(current.state, status.state, ran or status.exit_code is not None)
             if not path:
-                if status.state is current.state and not current.state.final:
-                    self._status = JobStatus(current.state, current.time, status.message,
-                                             status.exit_code, status.metadata)
+                if (status.state is current.state and not current.state.final
+                        and (status.metadata is not None or status.message is not None)):
+                    self._status = JobStatus(
+                        current.state, current.time,
+                        current.message if status.message is None else status.message,
+                        current.exit_code,
+                        current.metadata if status.metadata is None else status.metadata)
                 return
             entered = [JobStatus(s, status.time) for s in path[:-1]]
             entered.append(status)

@@ -200,6 +200,8 @@ def test_same_state_report_refreshes_metadata_without_callback(ex: RecordingExec
                                       metadata={"reason_pending": "Priority"}))
     assert job.status.metadata == {"reason_pending": "Priority"}
     assert job.status.time == entered  # still the time the job entered QUEUED
+    ex._set_job_status(job, JobStatus(S.QUEUED))  # no metadata, no message: no news
+    assert job.status.metadata == {"reason_pending": "Priority"}
     ex._set_job_status(job, JobStatus(S.COMPLETED, exit_code=0))
     ex._set_job_status(job, JobStatus(S.COMPLETED, metadata={"late": True}))
     assert job.status.metadata is None  # a final status is never rewritten

@@ -425,7 +425,7 @@ class BatchSchedulerExecutor(JobExecutor):
             t.term = None  # requeued after the SIGTERM: the next run writes new files
         if ns.state is JobState.ACTIVE:
             t.started = True
-        self._report(t, ns.status(), refresh=True)
+        self._report(t, ns.status())
 
     def _apply_final(self, t: _Tracked, ns: NativeStatus) -> bool:
         """The scheduler says the job ended; the job's own files, if any, say more.
@@ -516,22 +516,17 @@ class BatchSchedulerExecutor(JobExecutor):
             self._report(t, JobStatus(JobState.FAILED, message=message), ran=t.started)
         return urgent
 
-    def _report(self, t: _Tracked, status: JobStatus, ran: bool = False,
-                refresh: bool = False) -> None:
+    def _report(self, t: _Tracked, status: JobStatus, ran: bool = False) -> None:
         """Hand ``status`` to every Job following ``t``; a final one ends the tracking.
-        ``refresh``: a status in the job's current state updates its metadata."""
+        A status in the job's current state refreshes its metadata (pending reason,
+        start estimate, nodes)."""
         if status.state.final:
             with self._lock:
                 self._tracked.pop(t.native_id, None)
             log.info("%s job %s: %s (%s)", self.name, t.native_id, status.state,
                      status.message or describe_exit(status.exit_code))
-        for job in t.jobs:
-            current = job.status
-            if refresh and current.state is status.state and status.metadata:
-                # same state, newer facts (pending reason, start estimate, nodes)
-                current.metadata = {**(current.metadata or {}), **status.metadata}
-            else:
-                self._set_job_status(job, status, ran=ran)
+        for job in t.jobs:  # a same-state status refreshes the metadata (core rule)
+            self._set_job_status(job, status, ran=ran)
 
 
 # the shell's exit statuses for a program that could not be started
