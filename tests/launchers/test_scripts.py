@@ -137,7 +137,12 @@ def test_ifs_left_by_pre_launch_does_not_break_the_launcher(run_launcher: RunLau
     post = write(workdir / "post.sh", "touch post_ran\n")
     r = run_launcher(launcher, ["a b"], pre=pre, post=post, n=3, codes={0: 3})
     assert r.returncode == 3, r.stderr
-    assert sorted(r.records) == list(range(ranks(launcher)))
+    if launcher == "mpirun":
+        # OpenMPI aborts the other ranks once one exits non-zero, so under load a
+        # sibling may be killed before it records anything: only rank 0 is certain
+        assert 0 in r.records
+    else:
+        assert sorted(r.records) == list(range(ranks(launcher)))
     assert r.argv(0) == [b"a b"]
     assert (workdir / "post_ran").exists()
 
