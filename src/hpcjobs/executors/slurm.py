@@ -16,7 +16,7 @@ import pwd
 import re
 import time
 from datetime import timedelta
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 from .. import commands
 from ..errors import CommandError, InvalidJobException
@@ -191,11 +191,8 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
                 return {}
             raise CommandError(result.argv, result.returncode, result.stdout, result.stderr)
         found = {}
-        for line in result.stdout.splitlines():
-            fields = line.split("|")
-            if len(fields) < len(_SQUEUE_FIELDS):
-                continue
-            ns = self._squeue_status(*(f.strip() for f in fields[:len(_SQUEUE_FIELDS)]))
+        for fields in _rows(result.stdout, len(_SQUEUE_FIELDS)):
+            ns = self._squeue_status(*(f.strip() for f in fields))
             found[ns.native_id] = ns
         return found
 
@@ -222,11 +219,8 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
                 return None
             raise CommandError(result.argv, result.returncode, result.stdout, result.stderr)
         found = {}
-        for line in result.stdout.splitlines():
-            fields = line.split("|")
-            if len(fields) < len(_SACCT_FIELDS):
-                continue
-            native_id, state, exit_code, reason, end, nodes = fields[:len(_SACCT_FIELDS)]
+        for native_id, state, exit_code, reason, end, nodes in _rows(result.stdout,
+                                                                     len(_SACCT_FIELDS)):
             ns = _native(native_id, state, reason, _sacct_exit(exit_code))
             ns.time = _timestamp(end)
             if nodes and nodes not in _REASON_NONE and nodes != "None assigned":
@@ -283,6 +277,15 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
                     config[key] = float(m.group(1))
             self._slurm_conf = config
         return self._slurm_conf
+
+def _rows(listing: str, width: int) -> Iterator[list[str]]:
+    """The ``|``-separated rows of a squeue/sacct listing that have all ``width`` fields
+    (a partial line, e.g. from a truncated output, is skipped)."""
+    for line in listing.splitlines():
+        fields = line.split("|")
+        if len(fields) >= width:
+            yield fields[:width]
+
 
 def _native(native_id: str, state: str, reason: str, exit_code: Optional[int]) -> NativeStatus:
     """A Slurm record in PSI/J terms, with the message for every kind of ending."""
