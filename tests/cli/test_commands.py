@@ -56,6 +56,16 @@ def test_run_exits_with_the_jobs_exit_code(cli: Cli, script: str, code: int) -> 
         assert "FAILED (exit code" in p.stderr and len(p.stderr.splitlines()) == 1
 
 
+def test_run_shows_the_jobs_output(cli: Cli, tmp_path: Path) -> None:
+    p = cli("run", "/bin/sh", "-c", "printf 'out\\n'; printf 'err\\n' >&2; exit 4")
+    assert p.returncode == 4
+    assert p.stdout == "out\n"
+    assert p.stderr.startswith("err\n") and "FAILED (exit code 4)" in p.stderr
+    assert not list((tmp_path / "work").glob("run-*")), "capture folder left behind"
+    q = cli("run", "--stdout", "kept", "/bin/echo", "to a file")  # redirected: not shown
+    assert q.stdout == "" and (tmp_path / "kept").read_text() == "to a file\n"
+
+
 def test_hostile_arguments_reach_the_job_byte_exact(cli: Cli, tmp_path: Path) -> None:
     hostile = ["a'b", '"q"', "$HOME", "`id`", "$(id)", "two words", "line\nbreak", "é漢🙂",
                "*", "~", "-n", "${X}/${UNSET}."]

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
+import tempfile
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import Optional, Sequence
 
 from .. import serialize
 from ..executor import JobExecutor
 from ..job import Job
+from ..spec import JobSpec
 from ..state import JobState
 from . import options
 from .progress import Progress
@@ -50,6 +54,7 @@ def run(ns: argparse.Namespace) -> int:
     with _executor(ns) as ex:
         if progress is not None:
             ex.set_job_status_callback(progress)
+        captured = _capture_streams(spec, ex) if len(jobs) == 1 and not ns.json else None
         _submit_all(ex, jobs)
         try:
             finished = _wait_all(jobs, ns.timeout)
@@ -60,12 +65,41 @@ def run(ns: argparse.Namespace) -> int:
             return EXIT_INTERRUPTED
     if progress is not None:
         progress.finish(jobs)
+    if captured is not None and finished:
+        _relay_streams(captured)
     _print_jobs(jobs, ns.json)
     if not finished:
         left = [j.native_id or j.id for j in jobs if not j.status.final]
         err(f"--timeout passed; {len(left)} job(s) still running: {' '.join(left)}")
         return EXIT_TIMEOUT
     return _exit_code(jobs)
+
+
+def _capture_streams(spec: JobSpec, ex: JobExecutor) -> Optional[Path]:
+    """Point the streams ``run`` was not told where to put at files in a fresh folder
+    of the executor's work directory (which batch nodes share), so that ``run`` can
+    show the job's output like any command; returns the folder, or None."""
+    if spec.stdout_path is not None and spec.stderr_path is not None:
+        return None
+    folder = Path(tempfile.mkdtemp(prefix="run-", dir=ex.work_directory))
+    if spec.stdout_path is None:
+        spec.stdout_path = folder / "stdout"
+    if spec.stderr_path is None:
+        spec.stderr_path = folder / "stderr"
+    return folder
+
+
+def _relay_streams(folder: Path) -> None:
+    """Copy what the job wrote to our stdout/stderr (after it ended), then clean up.
+    A backend that runs nothing real (a simulation) leaves no files: nothing to show."""
+    for name, out in (("stdout", sys.stdout), ("stderr", sys.stderr)):
+        path = folder / name
+        if path.is_file():
+            out.flush()
+            with path.open("rb") as f:
+                shutil.copyfileobj(f, out.buffer)
+            out.buffer.flush()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def submit(ns: argparse.Namespace) -> int:
