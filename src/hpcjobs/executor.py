@@ -90,6 +90,7 @@ class JobExecutor(ABC):
         self._dispatcher = CallbackDispatcher(f"hpcjobs-{self.name}-{self._instance}-callbacks")
         self._closed = False
         self._launchers: dict[str, "Launcher"] = {}
+        self._work_directory: Optional[Path] = None
         # a forgotten executor still ends its threads when collected
         self._finalizer = weakref.finalize(self, self._dispatcher.stop, False)
 
@@ -130,10 +131,12 @@ class JobExecutor(ABC):
     @property
     def work_directory(self) -> Path:
         """This executor's private directory (mode 0700), created on first use."""
-        d = self.config.work_directory or Path.home() / ".hpcjobs" / "work" / self.name
-        d = Path(d).expanduser()
-        if not d.is_dir():
+        d = self._work_directory
+        if d is None:  # resolved and created once: submit paths ask for it every time
+            d = Path(self.config.work_directory or Path.home() / ".hpcjobs" / "work" / self.name)
+            d = d.expanduser()
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._work_directory = d
         return d
 
     # -- the API ------------------------------------------------------------------------
