@@ -41,6 +41,10 @@ class JobState(enum.Enum):
     def __str__(self) -> str:
         return self.name
 
+    # Members are singletons compared by identity, so the identity hash is correct and,
+    # unlike Enum's Python-level __hash__, costs nothing in the state tables' lookups.
+    __hash__ = object.__hash__
+
 
 _FINAL = frozenset((JobState.COMPLETED, JobState.FAILED, JobState.CANCELED))
 _RANK = {s: min(s.value, 3) for s in JobState}
