@@ -11,14 +11,14 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 from types import ModuleType
-from typing import Optional
+from typing import Callable, Optional
 
 import pytest
 
-from hpcjobs import Job, JobExecutor, JobSpec, JobState, JobStatus, ResourceSpecV1
+from hpcjobs import Job, JobSpec, JobState, JobStatus, ResourceSpecV1
 
 PROCESSES = 2  # the test machines have 2 cores
-WAIT = 300.0   # upper bound for a job to end (never a timing assertion)
+RunJob = Callable[[JobSpec], "tuple[Job, JobStatus]"]  # the suite's run_job fixture
 
 pytestmark = pytest.mark.requires("executes")
 
@@ -29,14 +29,6 @@ RANK = ('f=$(mktemp "$0/rank.XXXXXX") && printf "%s\\0" "$@" > "$f" && '
 
 def ranks(launcher: str) -> int:
     return 1 if launcher == "single" else PROCESSES
-
-
-def run(executor: JobExecutor, spec: JobSpec) -> JobStatus:
-    job = Job(spec)
-    executor.submit(job)
-    status = job.wait(timeout=WAIT)
-    assert status is not None, f"job {job.id} did not end within {WAIT} s"
-    return status
 
 
 def rank_spec(scratch: Path, launcher: str, args: list[str], pre_launch: Optional[Path] = None,
@@ -57,11 +49,11 @@ def script(path: Path, text: str) -> Path:
     return path
 
 
-def test_pre_launch_environment_reaches_every_rank(executor: JobExecutor, launcher: str,
+def test_pre_launch_environment_reaches_every_rank(run_job: RunJob, launcher: str,
                                                    scratch: Path) -> None:
     value = "pre 'launch' \"value\" $(not run) é"
     pre = script(scratch / "pre.sh", f"export CONFORMANCE_VAR={shlex.quote(value)}\n")
-    status = run(executor, rank_spec(scratch, launcher, ["a b", ""], pre_launch=pre))
+    _, status = run_job(rank_spec(scratch, launcher, ["a b", ""], pre_launch=pre))
     assert status.state is JobState.COMPLETED, (status, (scratch / "err").read_text())
     files = rank_files(scratch)
     assert len(files) == ranks(launcher)
@@ -70,41 +62,41 @@ def test_pre_launch_environment_reaches_every_rank(executor: JobExecutor, launch
         assert f.read_bytes() == b"a b\0\0"
 
 
-def test_post_launch_runs_after_every_rank(executor: JobExecutor, launcher: str,
+def test_post_launch_runs_after_every_rank(run_job: RunJob, launcher: str,
                                            scratch: Path) -> None:
     post = script(scratch / "post.sh",
                   'set -- rank.*.env\necho "post saw $#" > post_saw\n')
     spec = rank_spec(scratch, launcher, [], post_launch=post)
     spec.arguments = ["-c", "sleep 1; " + RANK, str(scratch)]  # a post that did not wait sees 0
-    status = run(executor, spec)
+    _, status = run_job(spec)
     assert status.state is JobState.COMPLETED, (status, (scratch / "err").read_text())
     assert (scratch / "post_saw").read_text() == f"post saw {ranks(launcher)}\n"
 
 
-def test_node_file_has_one_line_per_process(executor: JobExecutor, launcher: str,
+def test_node_file_has_one_line_per_process(run_job: RunJob, launcher: str,
                                             scratch: Path) -> None:
     pre = script(scratch / "pre.sh", 'wc -l < "$PSIJ_NODEFILE" > lines\n')
-    status = run(executor, rank_spec(scratch, launcher, [], pre_launch=pre))
+    _, status = run_job(rank_spec(scratch, launcher, [], pre_launch=pre))
     assert status.state is JobState.COMPLETED, (status, (scratch / "err").read_text())
     assert int((scratch / "lines").read_text()) == PROCESSES
 
 
 @pytest.mark.requires("exit_code")
-def test_exit_code_of_a_multi_rank_job(executor: JobExecutor, launcher: str,
+def test_exit_code_of_a_multi_rank_job(run_job: RunJob, launcher: str,
                                        scratch: Path) -> None:
     spec = rank_spec(scratch, launcher, [])
     spec.arguments = ["-c", RANK + "; exit 3", str(scratch)]
-    status = run(executor, spec)
+    _, status = run_job(spec)
     assert status.state is JobState.FAILED
     assert status.exit_code == 3
     assert len(rank_files(scratch)) == ranks(launcher)  # every rank ran
 
 
-def test_pre_launch_failure_fails_the_job_without_ranks(executor: JobExecutor, launcher: str,
+def test_pre_launch_failure_fails_the_job_without_ranks(run_job: RunJob, launcher: str,
                                                         scratch: Path,
                                                         backend: ModuleType) -> None:
     pre = script(scratch / "pre.sh", "(exit 4)\n")
-    status = run(executor, rank_spec(scratch, launcher, [], pre_launch=pre))
+    _, status = run_job(rank_spec(scratch, launcher, [], pre_launch=pre))
     assert status.state is JobState.FAILED
     assert rank_files(scratch) == []
     assert "pre-launch" in (scratch / "err").read_text()
