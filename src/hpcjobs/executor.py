@@ -262,9 +262,9 @@ class JobExecutor(ABC):
 
         job._advance(status, ran, hand_off)
 
-    def _wait_condition(self, lock: threading.Lock) -> threading.Condition:
-        """Hook: the condition a client thread blocks on in ``Job.wait()`` for a job of
-        this executor (created on the first wait). A backend that must know when its
+    def _wait_condition(self, job: Job, lock: threading.Lock) -> threading.Condition:
+        """Hook: the condition a client thread blocks on in ``Job.wait()`` for ``job``,
+        a job of this executor (created on its first wait, with the job's lock). A backend that must know when its
         client is only waiting (the Batsim executor's virtual time) returns a subclass
         that observes ``wait``/``notify_all``."""
         return threading.Condition(lock)

@@ -157,7 +157,7 @@ class Job:
                     return None
                 if self._cond is None:
                     self._cond = (threading.Condition(self._lock) if self._executor is None
-                                  else self._executor._wait_condition(self._lock))
+                                  else self._executor._wait_condition(self, self._lock))
                 self._cond.wait(remaining)
 
     # -- executor side ------------------------------------------------------------------

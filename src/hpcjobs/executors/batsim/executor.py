@@ -27,7 +27,7 @@ from ...state import JobState, JobStatus
 from . import schedulers
 from .config import BatsimExecutorConfig
 from .jobmanager import JobManager, JobRequest, Record
-from .pacing import Pacer, RealTime, VirtualTime, WaitTracker
+from .pacing import Pacer, RealTime, VirtualTime
 from .platform import cores_per_host, write_platform
 from .process import simulator_command
 from .profiles import profile_for
@@ -181,12 +181,12 @@ class BatsimJobExecutor(JobExecutor):
         for job in jobs:
             self._set_job_status(job, status, ran)
 
-    def _wait_condition(self, lock: threading.Lock) -> threading.Condition:
+    def _wait_condition(self, job: Job, lock: threading.Lock) -> threading.Condition:
         """Virtual time advances only while the client blocks in ``Job.wait()``: the
         condition a waiting client blocks on tells the session (:mod:`.pacing`)."""
         session = self._session
         if self.settings.virtual_time and session is not None:
-            return WaitTracker(lock, session.waiters_changed)
+            return session.track(job, lock)
         return threading.Condition(lock)
 
 

@@ -27,10 +27,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from ...job import Job
 
-__all__ = ["Pacer", "RealTime", "VirtualTime", "ClientState", "WaitTracker", "TICK",
-           "has_waiters"]
+__all__ = ["Pacer", "RealTime", "VirtualTime", "ClientState", "WaitTracker", "TICK"]
 
 #: real-time mode: the longest a client request waits for the simulation, in wall seconds
 TICK = 0.05
@@ -139,6 +137,11 @@ class WaitTracker(threading.Condition):
         self._blocked = 0  # waiters not yet accounted for by a notify
         self._generation = 0  # notifications so far
 
+    @property
+    def blocked(self) -> bool:
+        """Whether a waiter is blocked and not yet woken by a status change."""
+        return self._blocked > 0
+
     def wait(self, timeout: Optional[float] = None) -> bool:
         generation = self._generation
         self._blocked += 1
@@ -161,12 +164,6 @@ class WaitTracker(threading.Condition):
         fn = self._on_change()
         if fn is not None:
             fn(delta)
-
-
-def has_waiters(job: Job) -> bool:
-    """Whether a thread is blocked in ``job.wait()`` (as far as a WaitTracker knows)."""
-    cond = job._cond  # the condition _wait_condition made for the job, if any
-    return isinstance(cond, WaitTracker) and cond._blocked > 0
 
 
 def _weak_callable(fn: Callable[[int], None]) -> Callable[[], Optional[Callable[[int], None]]]:

@@ -29,6 +29,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Optional
@@ -39,7 +40,7 @@ from ...errors import SubmitException
 from ...job import Job
 from . import protocol
 from .jobmanager import JobManager, JobRequest, Record
-from .pacing import ClientState, Pacer, has_waiters
+from .pacing import ClientState, Pacer, WaitTracker
 from .process import spawn, tail
 from .protocol import Codec, Event, Message
 
@@ -70,6 +71,8 @@ class Session:
         self._lock = threading.Lock()
         self._pace = threading.Condition(threading.Lock())
         self._client = ClientState()
+        #: the wait conditions of the jobs a client has waited on (virtual time)
+        self._trackers: "weakref.WeakKeyDictionary[Job, WaitTracker]" = weakref.WeakKeyDictionary()
         self._held: Optional[float] = None  # time of the message awaiting our reply
         self._now = 0.0  # the simulation's latest time
         self._floor = 0.0  # the reply's 'now' may not be earlier (registration times)
@@ -196,6 +199,16 @@ class Session:
             self._client.actions = True
             self._pace.notify_all()
 
+    def track(self, job: Job, lock: threading.Lock) -> WaitTracker:
+        """The condition ``job.wait()`` blocks on, counted by virtual time."""
+        tracker = self._trackers[job] = WaitTracker(lock, self.waiters_changed)
+        return tracker
+
+    def has_waiters(self, job: Job) -> bool:
+        """Whether a client thread is blocked in ``job.wait()``."""
+        tracker = self._trackers.get(job)
+        return tracker is not None and tracker.blocked
+
     def waiters_changed(self, delta: int) -> None:
         """``delta`` client threads started (+) or stopped (-) blocking in ``Job.wait()``."""
         with self._pace:
@@ -235,7 +248,7 @@ class Session:
                     self._end("the simulation ended before the job finished", msg.now)
                     return
                 if self._concerns_waiters():
-                    self._deliver(until=has_waiters)  # what waiting clients wait for first
+                    self._deliver(until=self.has_waiters)  # what waiting clients wait for first
                 if not self._hold(early=True):
                     # the reply must wait for the client: it sees every change meanwhile
                     self._deliver()
@@ -275,7 +288,7 @@ class Session:
 
     def _concerns_waiters(self) -> bool:
         """Whether a pending status change is for a job a client blocks on."""
-        return any(has_waiters(job) for jobs, _, _ in self.jm.pending_reports for job in jobs)
+        return any(self.has_waiters(job) for jobs, _, _ in self.jm.pending_reports for job in jobs)
 
     def _deliver(self, until: Optional[Callable[[Job], bool]] = None) -> None:
         with self._lock:
