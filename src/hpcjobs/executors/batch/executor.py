@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, ClassVar, List, Mapping, Optional, Sequence, Union
 
 from ... import commands
-from ...errors import CommandError, InvalidJobException, SubmitException
+from ...errors import CommandError, SubmitException
 from ...executor import JobExecutor, JobExecutorConfig
 from ...job import Job
 from ...launchers.base import job_argv

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import errno
 import json
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Any
 
 from flux.double import eventlog_text
 from flux.future import SubmitFuture
