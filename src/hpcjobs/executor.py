@@ -18,7 +18,7 @@ import weakref
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, List, Mapping, Optional, Union
 
 from . import plugins
 from .errors import (ExecutorNotFoundError, InvalidJobException, InvalidJobStateError)
@@ -252,15 +252,16 @@ class JobExecutor(ABC):
         CANCELED goes through ACTIVE), and callbacks follow on the dispatcher thread.
         The current state again refreshes the status's message and metadata (no
         callback); anything earlier, or anything after a final state, is ignored."""
+        job._advance(status, ran, self._hand_off)
 
-        def hand_off(entered: list[JobStatus]) -> None:
-            if log.isEnabledFor(logging.DEBUG):
-                log.debug("job %s (%s): %s", job.id, job.native_id,
-                          " -> ".join(s.state.name for s in entered))
+    def _hand_off(self, job: Job, entered: List[JobStatus]) -> None:
+        # called by Job._advance with the job's lock held: callbacks queue in state order
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("job %s (%s): %s", job.id, job.native_id,
+                      " -> ".join(s.state.name for s in entered))
+        if job._callback is not None or self._callback is not None:
             callbacks = [cb for cb in (job._callback, self._callback) if cb is not None]
             self._dispatcher.deliver(job, entered, callbacks)
-
-        job._advance(status, ran, hand_off)
 
     def _wait_condition(self, job: Job, lock: threading.Lock) -> threading.Condition:
         """Hook: the condition a client thread blocks on in ``Job.wait()`` for ``job``,

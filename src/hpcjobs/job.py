@@ -167,7 +167,7 @@ class Job:
             self._native_id = native_id
 
     def _advance(self, status: JobStatus, ran: bool,
-                 hand_off: Callable[[list[JobStatus]], None]) -> None:
+                 hand_off: Callable[["Job", list[JobStatus]], None]) -> None:
         """Move to ``status`` if it is later than the current one and pass the statuses
         entered (synthesised ones first) to ``hand_off`` while still holding the lock,
         so two threads reporting on one job cannot queue callbacks out of order.
@@ -189,10 +189,13 @@ class Job:
                         current.exit_code,
                         current.metadata if status.metadata is None else status.metadata)
                 return
-            entered = [JobStatus(s, status.time) for s in path[:-1]]
-            entered.append(status)
+            if len(path) == 1:
+                entered = [status]
+            else:
+                entered = [JobStatus(s, status.time) for s in path[:-1]]
+                entered.append(status)
             self._status = status
-            hand_off(entered)
+            hand_off(self, entered)
             if self._cond is not None:
                 self._cond.notify_all()
 
