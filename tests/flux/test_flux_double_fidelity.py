@@ -371,7 +371,7 @@ def test_journal_backlog_and_guests(handle: flux.Flux) -> None:
 
 
 def test_timer_and_reactor_stop(handle: flux.Flux) -> None:
-    ticks: List[int] = []
+    ticks: list[int] = []
 
     def tick(h: flux.Flux, watcher: Any, revents: int, args: Any) -> None:
         ticks.append(args)
