@@ -130,6 +130,17 @@ def test_deny_for_a_job_wider_than_the_platform(make_executor: MakeExecutor) -> 
     assert status.message is not None and "denied" in status.message and "5 node(s)" in status.message
 
 
+def test_a_burst_of_denied_jobs_is_denied_one_by_one(make_executor: MakeExecutor) -> None:
+    # each DENY lets the next alloc go: once, that recursed per job and a burst of
+    # 2,000 ended the decision loop with a RecursionError (every job FAILED with it)
+    ex = make_executor(hosts=2)
+    jobs = [sleep_job(1, nodes=3) for _ in range(2000)]
+    for job in jobs:
+        ex.submit(job)
+    messages = {finish(job).message for job in jobs}
+    assert messages == {"denied: requested 3 node(s), but the platform has 2"}
+
+
 def test_default_platform_has_16_hosts(make_executor: MakeExecutor) -> None:
     ex = make_executor()
     fits, too_wide = sleep_job(1, nodes=16), sleep_job(1, nodes=17)
@@ -257,6 +268,23 @@ def test_time_scale_100(make_executor: MakeExecutor) -> None:
     status = finish(job)
     assert status.state is JobState.COMPLETED
     assert status.time - starts.times[job.id] == pytest.approx(100.0)
+
+
+def test_jobs_submitted_while_the_simulator_starts_are_submitted_at_time_0(
+        make_executor: MakeExecutor) -> None:
+    # submit() does not wait for the simulator's first message: these are registered
+    # in the reply to SIMULATION_BEGINS, at Batsim's time 0, even in real time (where a
+    # submit once the simulation runs gets the simulated time of the wall clock)
+    ex = make_executor(hosts=2, virtual_time=False, time_scale=1000.0)
+    fits, too_wide = sleep_job(5), sleep_job(1, nodes=3)
+    ex.submit(fits)
+    ex.submit(too_wide)
+    assert fits.status.state is JobState.QUEUED and fits.status.time == 0.0
+    assert too_wide.status.time == 0.0
+    assert finish(fits).state is JobState.COMPLETED
+    # the platform's width is known only once the simulation began: checked then
+    status = finish(too_wide)
+    assert status.state is JobState.FAILED and status.message is not None and "3 node(s)" in status.message
 
 
 def test_simulator_death_fails_live_jobs_with_its_error(make_executor: MakeExecutor) -> None:

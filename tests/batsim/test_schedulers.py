@@ -20,9 +20,19 @@ def jobspec(nodes: int, duration: float) -> dict[str, Any]:
             "attributes": {"system": {"duration": duration}}}
 
 
+def request(job_id: int, nodes: int, duration: float, now: float = 0.0) -> dict[str, Any]:
+    return {"id": job_id, "priority": 16, "userid": 1, "t_submit": now,
+            "jobspec": jobspec(nodes, duration)}
+
+
 def alloc(s: Scheduler, job_id: int, nodes: int, duration: float, now: float = 0.0) -> list[dict[str, Any]]:
-    return s.alloc({"id": job_id, "priority": 16, "userid": 1, "t_submit": now,
-                    "jobspec": jobspec(nodes, duration)}, now)
+    """One alloc on its own: the request, then the moment ends (idle)."""
+    return s.alloc(request(job_id, nodes, duration, now), now) + s.idle(now)
+
+
+def free(s: Scheduler, job_id: int, now: float) -> list[dict[str, Any]]:
+    """One free on its own: the request, then the moment ends (idle)."""
+    return s.free({"id": job_id}, now) + s.idle(now)
 
 
 def started(responses: list[dict[str, Any]]) -> dict[int, list[int]]:
@@ -43,15 +53,16 @@ def platform(s: Scheduler, hosts: int = 4) -> Scheduler:
 def submit_workload(s: Scheduler) -> list[dict[str, Any]]:
     out = []
     for job_id, nodes, duration in ((1, 2, 100), (2, 4, 10), (3, 2, 50), (4, 1, 200)):
-        out += alloc(s, job_id, nodes, duration)
-    return out
+        out += s.alloc(request(job_id, nodes, duration), 0.0)
+    assert started(out) == {}  # decided once the moment's requests are all in
+    return out + s.idle(0.0)
 
 
 def test_fcfs_known_answer() -> None:
     s = platform(FCFSScheduler())
     assert started(submit_workload(s)) == {1: [0, 1]}
-    assert started(s.free({"id": 1}, 100.0)) == {2: [0, 1, 2, 3]}
-    assert started(s.free({"id": 2}, 110.0)) == {3: [0, 1], 4: [2]}
+    assert started(free(s, 1, 100.0)) == {2: [0, 1, 2, 3]}
+    assert started(free(s, 2, 110.0)) == {3: [0, 1], 4: [2]}
 
 
 def test_easy_backfills_without_delaying_the_head() -> None:
@@ -60,9 +71,9 @@ def test_easy_backfills_without_delaying_the_head() -> None:
     assert started(out) == {1: [0, 1], 3: [2, 3]}
     head = [r for r in out if r["id"] == 2 and r["type"] == ANNOTATE][-1]
     assert head["annotations"]["sched"] == {"reason_pending": REASON_RESOURCES, "t_estimate": 100.0}
-    assert started(s.free({"id": 3}, 50.0)) == {}  # j4 would delay j2: not backfilled
-    assert started(s.free({"id": 1}, 100.0)) == {2: [0, 1, 2, 3]}
-    assert started(s.free({"id": 2}, 110.0)) == {4: [0]}
+    assert started(free(s, 3, 50.0)) == {}  # j4 would delay j2: not backfilled
+    assert started(free(s, 1, 100.0)) == {2: [0, 1, 2, 3]}
+    assert started(free(s, 2, 110.0)) == {4: [0]}
 
 
 def test_easy_backfills_on_extra_nodes_past_the_shadow_time() -> None:
@@ -70,6 +81,28 @@ def test_easy_backfills_on_extra_nodes_past_the_shadow_time() -> None:
     alloc(s, 1, 3, 100)
     alloc(s, 2, 2, 10)  # head: at t=100, 4 free, needs 2 -> 2 extra nodes
     assert started(alloc(s, 3, 1, 500)) == {3: [3]}  # runs past t=100 on an extra node
+
+
+def test_a_burst_of_requests_is_scheduled_once_when_idle() -> None:
+    passes = []
+
+    class Counting(FCFSScheduler):
+        def schedule(self, now: float) -> None:
+            passes.append(now)
+            super().schedule(now)
+
+    s = platform(Counting())
+    out = []
+    for job_id in range(1, 101):
+        out += s.alloc(request(job_id, 1, 10), 0.0)
+    assert out == [] and passes == []  # nothing decided before the moment ends
+    out = s.idle(0.0)
+    assert passes == [0.0] and sorted(started(out)) == [1, 2, 3, 4]
+    assert len([r for r in out if r["type"] == ANNOTATE]) == 96  # every queued job, once
+    # frees are answered at once; the jobs they let start, at the next idle
+    assert s.free({"id": 1}, 10.0) + s.free({"id": 2}, 10.0) == [{"id": 1}, {"id": 2}]
+    assert sorted(started(s.idle(10.0))) == [5, 6] and passes == [0.0, 10.0]
+    assert s.idle(10.0) == [] and passes == [0.0, 10.0]  # nothing changed: no pass
 
 
 def test_deny_wider_than_platform() -> None:
@@ -85,7 +118,7 @@ def test_annotations_removed_on_success_and_queue_reasons() -> None:
     notes = {r["id"]: r["annotations"]["sched"] for r in out if r["type"] == ANNOTATE}
     assert notes == {2: {"reason_pending": REASON_RESOURCES, "t_estimate": 30.0},
                      3: {"reason_pending": REASON_PRIORITY}}
-    out = s.free({"id": 1}, 30.0)
+    out = free(s, 1, 30.0)
     success = [r for r in out if r.get("type") == SUCCESS]
     assert success[0]["id"] == 2
     # RFC 27: null deletes the volatile annotations once the job has its resources
@@ -102,7 +135,7 @@ def test_cancel_answers_the_pending_alloc() -> None:
     alloc(s, 2, 1, 10)
     assert s.cancel({"id": 2}, 1.0) == [{"id": 2, "type": CANCEL}]
     assert s.cancel({"id": 99}, 1.0) == []  # no pending alloc: ignored
-    assert started(s.free({"id": 1}, 30.0)) == {}
+    assert started(free(s, 1, 30.0)) == {}
 
 
 def test_prioritize_reorders_the_queue() -> None:
@@ -111,7 +144,7 @@ def test_prioritize_reorders_the_queue() -> None:
     alloc(s, 2, 1, 10)
     alloc(s, 3, 1, 10)
     s.prioritize({"jobs": [[3, 100]]}, 1.0)
-    assert started(s.free({"id": 1}, 30.0)) == {3: [0]}
+    assert started(free(s, 1, 30.0)) == {3: [0]}
 
 
 def test_unlimited_walltime_never_estimated() -> None:

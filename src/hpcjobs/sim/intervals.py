@@ -39,6 +39,8 @@ def _check_limit(what: str, first: int, last: int, limit: int | None) -> None:
 def format_ids(ids: Iterable[int], sep: str = " ") -> str:
     """Format resource ids as Batsim does: sorted, consecutive runs as ``a-b``, space
     separated (``sep=","`` gives Flux's RFC 22 idsets)."""
+    if isinstance(ids, list) and len(ids) == 1:
+        return str(ids[0])  # the common allocation: one host
     ordered = sorted(set(ids))
     parts: list[str] = []
     i = 0

@@ -17,7 +17,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Any, Callable, List, Mapping, Optional, Union, cast
+from typing import Any, Callable, Mapping, Optional, Union, cast
 
 from ...errors import InvalidJobException, InvalidJobStateError
 from ...executor import JobExecutor, JobExecutorConfig
@@ -175,12 +175,6 @@ class BatsimJobExecutor(JobExecutor):
                        lambda endpoint: simulator_command(cfg.simulator, platform, prefix, endpoint),
                        run_dir, cfg.endpoint, jm, pacer, self._cores_per_host(), JsonCodec())
 
-    def _report(self, jobs: List[Job], status: JobStatus, ran: bool) -> None:
-        # the same state again (a queued job's new pending reason or start estimate)
-        # refreshes the status's metadata
-        for job in jobs:
-            self._set_job_status(job, status, ran)
-
     def _wait_condition(self, job: Job, lock: threading.Lock) -> threading.Condition:
         """Virtual time advances only while the client blocks in ``Job.wait()``: the
         condition a waiting client blocks on tells the session (:mod:`.pacing`)."""
@@ -190,12 +184,14 @@ class BatsimJobExecutor(JobExecutor):
         return threading.Condition(lock)
 
 
-def _weak_report(executor: BatsimJobExecutor) -> Callable[[list[Job], JobStatus, bool], None]:
-    # the session's thread must not keep a forgotten executor alive
-    ref = weakref.WeakMethod(executor._report)
+def _weak_report(executor: BatsimJobExecutor) -> Callable[[Job, JobStatus, bool], None]:
+    """``executor._set_job_status`` for the session's thread, which must not keep a
+    forgotten executor alive. (The same state again, a queued job's new pending reason
+    or start estimate, refreshes the status's metadata.)"""
+    ref = weakref.ref(executor)
 
-    def report(jobs: list[Job], status: JobStatus, ran: bool) -> None:
-        method = ref()
-        if method is not None:
-            method(jobs, status, ran)
+    def report(job: Job, status: JobStatus, ran: bool) -> None:
+        ex = ref()
+        if ex is not None:
+            ex._set_job_status(job, status, ran)
     return report

@@ -50,8 +50,10 @@ FINAL_STATES: dict[str, tuple[JobState, Optional[str]]] = {
     "COMPLETED_KILLED": (JobState.FAILED, "killed by the simulator"),
 }
 
-#: how statuses reach the PSI/J jobs: report(jobs, status, ran)
-Report = Callable[[list[Job], JobStatus, bool], None]
+#: how statuses reach the PSI/J jobs: report(job, status, ran)
+Report = Callable[[Job, JobStatus, bool], None]
+#: builds a status change when it is reported (None: nothing to report)
+Make = Callable[..., Optional[JobStatus]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,14 +112,17 @@ class JobManager:
         self._by_number: dict[int, Record] = {}
         self._report = report
         self._profiles: dict[Hashable, str] = {}  # profile key -> registered profile name
-        self._outbox: list[Event] = []  # registrations, stamped at their submit time
+        self._new: list[Record] = []  # submitted, to be registered in the next reply
         self._cancels: list[Record] = []
         self._limit: Optional[int] = None
         self._outstanding = 0
-        self._unregistered: list[Record] = []  # wider than the platform: scheduler only
         self._waiting: deque[Record] = deque()  # acknowledged, alloc not sent yet (limited mode)
         self._hosts: list[str] = []
-        self._deferred: Optional[list[tuple[list[Job], JobStatus, bool]]] = None
+        #: status changes found by handle(), reported by deliver(): (record, ran, make, args)
+        self._deferred: Optional[list[tuple[Record, bool, Make, tuple[Any, ...]]]] = None
+        self._asked = 0  # requests sent to the scheduler so far
+        self._sending = False  # in _send_allocs
+        self._userid = os.getuid()
         self.live = 0  # jobs registered and not final
         self.running = 0
 
@@ -144,30 +149,18 @@ class JobManager:
     def register(self, t: float, request: JobRequest, job: Job,
                  bind: Callable[[str], None]) -> Record:
         """A new Batsim job submitted at ``t`` for ``job`` (``bind`` gets its native
-        id before its first status); its registration waits in the outbox."""
+        id before its first status); it is registered in the next reply (:meth:`flush`),
+        so a job may be submitted before the simulation has even begun."""
         number = len(self.records) + 1
         native_id = f"{WORKLOAD}!{number}"
         record = Record(number, native_id, request, t, [weakref.ref(job)])
         bind(native_id)
-        if request.nodes <= len(self._hosts):
-            key = protocol_key(request.profile)
-            name = self._profiles.get(key)
-            if name is None:
-                # --enable-profile-reuse: a profile registered once serves every later job
-                name = self._profiles[key] = f"p{len(self._profiles) + 1}"
-                self._outbox.append(protocol.register_profile(t, WORKLOAD, name, request.profile))
-            walltime = request.walltime if math.isfinite(request.walltime) else -1
-            self._outbox.append(protocol.register_job(t, native_id, request.nodes, name, walltime))
-        else:
-            # Batsim aborts the whole simulation on a job wider than the platform: such a
-            # job only goes to the scheduler, whose DENY explains the refusal
-            record.in_batsim = False
-            self._unregistered.append(record)
+        self._new.append(record)
         self.records[native_id] = record
         self._by_number[number] = record
         self.live += 1
         record.status = JobStatus(JobState.QUEUED, t, metadata={"native_state": "SUBMITTED"})
-        self._report([job], record.status, False)  # now: submit() returns it QUEUED
+        self._report(job, record.status, False)  # now: submit() returns it QUEUED
         return record
 
     def attach(self, native_id: str, job: Job) -> bool:
@@ -177,7 +170,7 @@ class JobManager:
             return False
         record.refs.append(weakref.ref(job))
         if record.status is not None:
-            self._report([job], record.status, record.ran)
+            self._report(job, record.status, record.ran)
         return True
 
     def request_cancel(self, record: Record) -> None:
@@ -196,54 +189,70 @@ class JobManager:
             handler = _HANDLERS.get(event["type"])
             if handler is not None:
                 handler(self, event, t, out)
+        self._send_allocs(t, out)  # for the jobs Batsim acknowledged
+        self._settle(t, out)
         return out
 
-    @property
-    def pending_reports(self) -> list[tuple[list[Job], JobStatus, bool]]:
-        """The status changes :meth:`handle` found, not yet reported (see :meth:`deliver`)."""
-        return self._deferred or []
-
-    def deliver(self, until: Optional[Callable[[Job], bool]] = None) -> None:
+    def deliver(self, until: Optional[set[Record]] = None) -> None:
         """Report the status changes found by the last :meth:`handle`, in order (with
-        ``until``: up to the last one for a job it accepts; the others stay pending).
-        Deferred so the session can reply to Batsim first and report while the
-        simulator computes (another core), except what a waiting client needs first:
-        a client woken by a change sees every change that happened before it."""
-        reports, self._deferred = self._deferred or [], None
+        ``until``: up to the last one of these records; the others stay pending).
+        Deferred, statuses and all, so the session can reply to Batsim first and do
+        this while the simulator computes (another core), except what a waiting client
+        needs first: a client woken by a change sees every change that happened before it."""
+        changes, self._deferred = self._deferred or [], None
         if until is not None:
-            last = max((i for i, r in enumerate(reports) if any(until(job) for job in r[0])),
-                       default=-1)
-            reports, self._deferred = reports[:last + 1], reports[last + 1:]
-        for jobs, status, ran in reports:
-            self._report(jobs, status, ran)
+            last = max((i for i, c in enumerate(changes) if c[0] in until), default=-1)
+            changes, self._deferred = changes[:last + 1], changes[last + 1:]
+        for record, ran, make, args in changes:
+            self._apply(record, ran, make, args)
 
     def flush(self, now: float) -> list[Event]:
         """What client requests add to the reply sent at ``now``: registrations
         (stamped with their submit times) and cancellations."""
-        out, self._outbox = self._outbox, []
-        unregistered, self._unregistered = self._unregistered, []
-        for record in unregistered:
-            record.phase = "submitted"
-            if not record.cancel_requested:
-                self._waiting.append(record)
+        out: list[Event] = []
+        new, self._new = self._new, []
+        for record in new:
+            self._register(record, out)
         self._send_allocs(now, out)
         cancels, self._cancels = self._cancels, []
         for record in cancels:
             self._cancel(record, now, out)
+        self._settle(now, out)
         return out
+
+    def _register(self, record: Record, out: list[Event]) -> None:
+        # the events carry the job's submit time, earlier than the reply's for a job
+        # submitted before the simulation began or while Batsim computed
+        request, t = record.request, record.t_submit
+        if request.nodes > len(self._hosts):
+            # Batsim aborts the whole simulation on a job wider than the platform: such a
+            # job only goes to the scheduler, whose DENY explains the refusal
+            record.in_batsim = False
+            record.phase = "submitted"
+            if not record.cancel_requested:
+                self._waiting.append(record)
+            return
+        key = protocol_key(request.profile)
+        name = self._profiles.get(key)
+        if name is None:
+            # --enable-profile-reuse: a profile registered once serves every later job
+            name = self._profiles[key] = f"p{len(self._profiles) + 1}"
+            out.append(protocol.register_profile(t, WORKLOAD, name, request.profile))
+        walltime = request.walltime if math.isfinite(request.walltime) else -1
+        out.append(protocol.register_job(t, record.native_id, request.nodes, name, walltime))
 
     @property
     def busy(self) -> bool:
         """Whether Batsim will have something to tell after the next reply (a job
         running, a registration or a cancellation to send)."""
-        return bool(self.running or self._outbox or self._cancels or self._unregistered)
+        return bool(self.running or self._new or self._cancels)
 
     def end(self, message: str, now: float) -> None:
         """The simulation is over or gone: every live job ends FAILED with ``message``."""
         for record in self.records.values():
             if record.phase != "done":
-                self._finish(record, JobStatus(JobState.FAILED, now, message=message,
-                                               metadata=self._where(record, "UNKNOWN")))
+                self._finish(record, _as_is, JobStatus(JobState.FAILED, now, message=message,
+                                                       metadata=self._where(record, "UNKNOWN")))
 
     # -- Batsim events -----------------------------------------------------------------
     def _submitted(self, event: Event, now: float, out: list[Event]) -> None:
@@ -253,8 +262,7 @@ class JobManager:
         record.phase = "submitted"
         if record.cancel_requested:
             return  # _cancel rejects it in this same reply
-        self._waiting.append(record)
-        self._send_allocs(now, out)
+        self._waiting.append(record)  # its alloc goes once all events are handled
 
     def _completed(self, event: Event, now: float, out: list[Event]) -> None:
         data = event["data"]
@@ -266,35 +274,55 @@ class JobManager:
         state, template = FINAL_STATES.get(batsim_state, (JobState.FAILED, "ended in Batsim state {state}"))
         if batsim_state == "COMPLETED_KILLED" and record.cancel_requested:
             state, template = JobState.CANCELED, "canceled"
-        message = None if template is None else template.format(
-            rc=rc, walltime=record.request.walltime, state=batsim_state)
-        exit_code = rc if isinstance(rc, int) and batsim_state in ("COMPLETED_SUCCESSFULLY",
-                                                                   "COMPLETED_FAILED") else None
-        self._finish(record, JobStatus(state, float(event["timestamp"]), message=message,
-                                       exit_code=exit_code,
-                                       metadata=self._where(record, batsim_state)))
-        self._responses(self.scheduler.free({"id": record.number}, now), now, out)
+        self._finish(record, self._final, record, state, float(event["timestamp"]), template, rc,
+                     batsim_state)
+        self._ask(self.scheduler.free, {"id": record.number}, now, out)
 
     def _killed(self, event: Event, now: float, out: list[Event]) -> None:
         for job_id in event["data"].get("job_ids", []):
             record = self.records.get(job_id)
             if record is None or record.phase == "done":
                 continue  # it completed on its own before the kill (JOB_COMPLETED came first)
-            self._finish(record, JobStatus(JobState.CANCELED, float(event["timestamp"]),
-                                           message="canceled",
-                                           metadata=self._where(record, "COMPLETED_KILLED")))
-            self._responses(self.scheduler.free({"id": record.number}, now), now, out)
+            self._finish(record, self._final, record, JobState.CANCELED, float(event["timestamp"]),
+                         "canceled", None, "COMPLETED_KILLED")
+            self._ask(self.scheduler.free, {"id": record.number}, now, out)
 
     # -- the scheduler -----------------------------------------------------------------
     def _send_allocs(self, now: float, out: list[Event]) -> None:
+        if self._sending:
+            return  # called back through _responses: the loop below goes on (no recursion)
+        self._sending = True
+        try:
+            self._send_waiting(now, out)
+        finally:
+            self._sending = False
+
+    def _send_waiting(self, now: float, out: list[Event]) -> None:
         while self._waiting and (self._limit is None or self._outstanding < self._limit):
             record = self._waiting.popleft()
             record.phase = "sched"
             self._outstanding += 1
             request = {"id": record.number, "priority": record.request.priority,
-                       "userid": _userid(), "t_submit": record.t_submit,
+                       "userid": self._userid, "t_submit": record.t_submit,
                        "jobspec": record.request.jobspec()}
-            self._responses(self.scheduler.alloc(request, now), now, out)
+            self._ask(self.scheduler.alloc, request, now, out)
+
+    def _ask(self, call: Callable[[dict[str, Any], float], list[dict[str, Any]]],
+             request: dict[str, Any], now: float, out: list[Event]) -> None:
+        self._asked += 1
+        responses = call(request, now)
+        if responses:
+            self._responses(responses, now, out)
+
+    def _settle(self, now: float, out: list[Event]) -> None:
+        """Every request of the moment went to the scheduler: take its deferred
+        answers (``idle``), again while they lead to new requests (limited mode sends
+        further allocs as earlier ones are answered)."""
+        while True:
+            asked = self._asked
+            self._responses(self.scheduler.idle(now), now, out)
+            if self._asked == asked:
+                return
 
     def _responses(self, responses: list[dict[str, Any]], now: float, out: list[Event]) -> None:
         for response in responses:
@@ -306,25 +334,25 @@ class JobManager:
                 log.warning("scheduler answered alloc of unknown or not pending job %s: %r",
                             response.get("id"), response)
                 continue
-            if "annotations" in response:
-                record.annotations = merge_annotations(record.annotations, response["annotations"])
             if kind == ANNOTATE:
-                self._annotate(record)
+                self._set(record, self._annotated, record, response.get("annotations", {}), True)
                 continue
+            if "annotations" in response:  # a SUCCESS's: the ACTIVE status carries them
+                self._set(record, self._annotated, record, response["annotations"], False)
             self._outstanding -= 1
             if kind == SUCCESS:
                 self._start(record, response, now, out)
             elif kind == DENY:
                 self._reject(record, now, out)
                 note = response.get("note") or "the scheduler denied the request"
-                self._finish(record, JobStatus(JobState.FAILED, now, message=f"denied: {note}",
-                                               metadata={"native_state": "REJECTED"}))
+                self._finish(record, _as_is, JobStatus(JobState.FAILED, now, message=f"denied: {note}",
+                                                       metadata={"native_state": "REJECTED"}))
             elif kind == CANCEL:
                 if not record.cancel_requested:
                     log.warning("job %s: scheduler sent CANCEL without a cancel request", record.native_id)
                 self._reject(record, now, out)
-                self._finish(record, JobStatus(JobState.CANCELED, now, message="canceled",
-                                               metadata={"native_state": "REJECTED"}))
+                self._finish(record, _as_is, JobStatus(JobState.CANCELED, now, message="canceled",
+                                                       metadata={"native_state": "REJECTED"}))
             else:
                 log.warning("job %s: unknown alloc response type %r", record.native_id, kind)
         self._send_allocs(now, out)
@@ -337,8 +365,8 @@ class JobManager:
         if not record.in_batsim:
             log.error("job %s: scheduler %r granted %d node(s) on a platform of %d",
                       record.native_id, self.scheduler, record.request.nodes, len(self._hosts))
-            self._responses(self.scheduler.free({"id": record.number}, now), now, out)
-            self._finish(record, JobStatus(JobState.FAILED, now, message=(
+            self._ask(self.scheduler.free, {"id": record.number}, now, out)
+            self._finish(record, _as_is, JobStatus(JobState.FAILED, now, message=(
                 f"the scheduler granted {record.request.nodes} node(s), but the platform has "
                 f"{len(self._hosts)}")))
             return
@@ -349,39 +377,51 @@ class JobManager:
         record.ran = True
         self.running += 1
         out.append(protocol.execute_job(now, record.native_id, record.alloc))
-        metadata = self._where(record, "RUNNING")
-        if record.annotations:
-            metadata["annotations"] = record.annotations
-        self._set(record, JobStatus(JobState.ACTIVE, now, metadata=metadata))
-
-    def _annotate(self, record: Record) -> None:
-        current = record.status
-        if current is None or current.state is not JobState.QUEUED:
-            return
-        sched = record.annotations.get("sched", {})
-        metadata: dict[str, Any] = {"native_state": "SUBMITTED", "annotations": record.annotations}
-        for key in ("reason_pending", "t_estimate"):
-            if key in sched:
-                metadata[key] = sched[key]
-        self._set(record, JobStatus(JobState.QUEUED, current.time, metadata=metadata))
+        self._set(record, self._active, record, now)
 
     def _cancel(self, record: Record, now: float, out: list[Event]) -> None:
         if record.phase == "running":
             out.append(protocol.kill_jobs(now, [record.native_id]))
         elif record.phase == "sched":
-            self._responses(self.scheduler.cancel({"id": record.number}, now), now, out)
+            self._ask(self.scheduler.cancel, {"id": record.number}, now, out)
         elif record.phase == "submitted":
             if record in self._waiting:
                 self._waiting.remove(record)
             self._reject(record, now, out)
-            self._finish(record, JobStatus(JobState.CANCELED, now, message="canceled",
-                                           metadata={"native_state": "REJECTED"}))
+            self._finish(record, _as_is, JobStatus(JobState.CANCELED, now, message="canceled",
+                                                   metadata={"native_state": "REJECTED"}))
         elif record.phase == "registered":
             # not acknowledged yet: JOB_SUBMITTED will come; cancel when it does
             record.cancel_requested = False
             self.request_cancel(record)
 
     # -- statuses ----------------------------------------------------------------------
+    # Built by deliver() where they are found during an exchange with Batsim (handle):
+    # the reply goes out first, and the statuses are made while the simulator computes.
+    def _finish(self, record: Record, make: Make, *args: Any) -> None:
+        # the caller sends sched.free where the job held resources
+        if record.phase == "running":
+            self.running -= 1
+        record.phase = "done"
+        self.live -= 1
+        self._set(record, make, *args)
+
+    def _set(self, record: Record, make: Make, *args: Any) -> None:
+        """A status change of ``record``: ``make(*args)`` builds the status."""
+        if self._deferred is not None:
+            self._deferred.append((record, record.ran, make, args))
+        else:
+            self._apply(record, record.ran, make, args)
+
+    def _apply(self, record: Record, ran: bool, make: Make, args: tuple[Any, ...]) -> None:
+        status = make(*args)
+        if status is not None:
+            record.status = status
+            for ref in record.refs:
+                job = ref()
+                if job is not None:  # (nobody holds it any more: nobody needs its status)
+                    self._report(job, status, ran)
+
     def _where(self, record: Record, native_state: str) -> dict[str, Any]:
         metadata: dict[str, Any] = {"native_state": native_state}
         if record.alloc is not None:
@@ -389,21 +429,38 @@ class JobManager:
             metadata["nodes"] = record.hosts
         return metadata
 
-    def _finish(self, record: Record, status: JobStatus) -> None:
-        # the caller sends sched.free where the job held resources
-        if record.phase == "running":
-            self.running -= 1
-        record.phase = "done"
-        self.live -= 1
-        self._set(record, status)
+    def _final(self, record: Record, state: JobState, t: float, template: Optional[str],
+               rc: Any, batsim_state: str) -> JobStatus:
+        message = None if template is None else template.format(
+            rc=rc, walltime=record.request.walltime, state=batsim_state)
+        exit_code = rc if isinstance(rc, int) and batsim_state in ("COMPLETED_SUCCESSFULLY",
+                                                                   "COMPLETED_FAILED") else None
+        return JobStatus(state, t, message=message, exit_code=exit_code,
+                         metadata=self._where(record, batsim_state))
 
-    def _set(self, record: Record, status: JobStatus) -> None:
-        record.status = status
-        jobs = [job for job in (ref() for ref in record.refs) if job is not None]
-        if self._deferred is not None:
-            self._deferred.append((jobs, status, record.ran))
-        else:
-            self._report(jobs, status, record.ran)
+    def _active(self, record: Record, t: float) -> JobStatus:
+        metadata = self._where(record, "RUNNING")
+        if record.annotations:
+            metadata["annotations"] = record.annotations
+        return JobStatus(JobState.ACTIVE, t, metadata=metadata)
+
+    def _annotated(self, record: Record, update: dict[str, Any], refresh: bool) -> Optional[JobStatus]:
+        """RFC 27 annotation merging; with ``refresh``, the queued job's new pending
+        reason and estimated start."""
+        record.annotations = merge_annotations(record.annotations, update)
+        current = record.status
+        if not refresh or current is None or current.state is not JobState.QUEUED:
+            return None
+        sched = record.annotations.get("sched", {})
+        metadata: dict[str, Any] = {"native_state": "SUBMITTED", "annotations": record.annotations}
+        for key in ("reason_pending", "t_estimate"):
+            if key in sched:
+                metadata[key] = sched[key]
+        return JobStatus(JobState.QUEUED, current.time, metadata=metadata)
+
+
+def _as_is(status: JobStatus) -> JobStatus:
+    return status
 
 
 def protocol_key(profile: dict[str, Any]) -> Hashable:
@@ -412,10 +469,6 @@ def protocol_key(profile: dict[str, Any]) -> Hashable:
         return tuple(sorted(profile.items()))  # flat profiles (delay, ...): cheap
     except TypeError:  # nested values (lists of a parallel profile, ...)
         return json.dumps(profile, sort_keys=True, separators=(",", ":"))
-
-
-def _userid() -> int:
-    return os.getuid()
 
 
 _Handler = Callable[[JobManager, Event, float, list[Event]], None]

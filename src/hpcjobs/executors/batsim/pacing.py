@@ -25,8 +25,10 @@ import time
 import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
+if TYPE_CHECKING:
+    from ...job import Job
 
 __all__ = ["Pacer", "RealTime", "VirtualTime", "ClientState", "WaitTracker", "TICK"]
 
@@ -74,13 +76,14 @@ class RealTime(Pacer):
     def __init__(self, scale: float) -> None:
         self.scale = scale
         self.tick = TICK * scale
-        self._t0 = time.monotonic()
+        self._t0: Optional[float] = None  # when the simulation began
 
     def start(self) -> None:
         self._t0 = time.monotonic()
 
     def _sim_now(self) -> float:
-        return (time.monotonic() - self._t0) * self.scale
+        # before the simulation begins its clock stands at 0
+        return 0.0 if self._t0 is None else (time.monotonic() - self._t0) * self.scale
 
     def submit_time(self, held: float) -> float:
         return max(held, self._sim_now())
@@ -88,7 +91,7 @@ class RealTime(Pacer):
     def due(self, t: float, client: ClientState) -> Optional[float]:
         if client.actions or client.closing:
             return None
-        delay = self._t0 + t / self.scale - time.monotonic()
+        delay = (t - self._sim_now()) / self.scale
         return delay if delay > 0 else None
 
     def hold(self, client: ClientState) -> Optional[float]:
@@ -130,8 +133,10 @@ class WaitTracker(threading.Condition):
     next. A waiter that goes back to waiting counts again.
     """
 
-    def __init__(self, lock: threading.Lock, on_change: Callable[[int], None]) -> None:
+    def __init__(self, lock: threading.Lock, job: Job,
+                 on_change: Callable[["WaitTracker", int], None]) -> None:
         super().__init__(lock)
+        self.job: weakref.ref[Job] = weakref.ref(job)  # (the job holds its condition)
         # weak: a job that outlives its executor must not keep the session alive
         self._on_change = _weak_callable(on_change)
         self._blocked = 0  # waiters not yet accounted for by a notify
@@ -163,10 +168,11 @@ class WaitTracker(threading.Condition):
     def _notify_change(self, delta: int) -> None:
         fn = self._on_change()
         if fn is not None:
-            fn(delta)
+            fn(self, delta)
 
 
-def _weak_callable(fn: Callable[[int], None]) -> Callable[[], Optional[Callable[[int], None]]]:
+def _weak_callable(fn: Callable[[WaitTracker, int], None]
+                   ) -> Callable[[], Optional[Callable[[WaitTracker, int], None]]]:
     if hasattr(fn, "__self__"):
         return weakref.WeakMethod(fn)
     return lambda: fn

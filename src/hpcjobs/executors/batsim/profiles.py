@@ -14,6 +14,7 @@ and ``false`` last :data:`MIN_DELAY` simulated seconds. Anything else is an
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -46,18 +47,25 @@ def profile_for(spec: JobSpec) -> dict[str, Any]:
     if args and any("${" in a for a in args):
         env = job_environment(spec.inherit_environment, spec.environment)
         args = [expand(a, env) for a in args]
+    return _derived(program, spec.executable, tuple(args))
+
+
+@functools.lru_cache(maxsize=256)
+def _derived(program: str, executable: str | None, args: tuple[str, ...]) -> dict[str, Any]:
+    # cached: a workflow submits the same few commands over and over (the profile is
+    # only read: sent to Batsim, compared for profile reuse)
     if program == "sleep":
         if len(args) != 1:
             raise InvalidJobException(
                 f"JobSpec.arguments: 'sleep' takes exactly one duration to be simulated, "
-                f"got {args!r}; or {_HINT}")
+                f"got {list(args)!r}; or {_HINT}")
         return {"type": "delay", "delay": max(_seconds(args[0]), MIN_DELAY)}
     if program == "true":
         return {"type": "delay", "delay": MIN_DELAY}
     if program == "false":
         return {"type": "delay", "delay": MIN_DELAY, "ret": 1}
     raise InvalidJobException(
-        f"JobSpec.executable: the Batsim executor cannot simulate {spec.executable!r} "
+        f"JobSpec.executable: the Batsim executor cannot simulate {executable!r} "
         f"(only sleep, true and false are derived); {_HINT}")
 
 

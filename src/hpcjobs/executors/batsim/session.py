@@ -16,7 +16,8 @@ runs the decision loop on one named daemon thread:
    then report the remaining changes while the simulator computes.
 
 A job submitted while a message is held is registered in that message's reply, at the
-simulated time the time mode gives (virtual: the message's time). Locks: ``_lock``
+simulated time the time mode gives (virtual: the message's time); one submitted while
+the simulator is still starting, in the reply to SIMULATION_BEGINS, at time 0. Locks: ``_lock``
 guards the job manager; ``_pace`` (a condition) guards the client state and wakes the
 loop. ``_pace`` is never held while taking ``_lock`` or a job's lock.
 """
@@ -29,7 +30,6 @@ import subprocess
 import tempfile
 import threading
 import time
-import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Optional
@@ -71,9 +71,12 @@ class Session:
         self._lock = threading.Lock()
         self._pace = threading.Condition(threading.Lock())
         self._client = ClientState()
-        #: the wait conditions of the jobs a client has waited on (virtual time)
-        self._trackers: "weakref.WeakKeyDictionary[Job, WaitTracker]" = weakref.WeakKeyDictionary()
-        self._held: Optional[float] = None  # time of the message awaiting our reply
+        #: the wait conditions a client thread is blocked on (virtual time)
+        self._blocked: set[WaitTracker] = set()
+        # time of the message awaiting our reply; before the first message, 0: a job
+        # submitted while the simulator starts is registered in the reply to
+        # SIMULATION_BEGINS (Batsim's clock starts at 0)
+        self._held: Optional[float] = 0.0
         self._now = 0.0  # the simulation's latest time
         self._floor = 0.0  # the reply's 'now' may not be earlier (registration times)
         self._call_at: Optional[float] = None  # pending CALL_ME_LATER
@@ -201,17 +204,16 @@ class Session:
 
     def track(self, job: Job, lock: threading.Lock) -> WaitTracker:
         """The condition ``job.wait()`` blocks on, counted by virtual time."""
-        tracker = self._trackers[job] = WaitTracker(lock, self.waiters_changed)
-        return tracker
+        return WaitTracker(lock, job, self.waiters_changed)
 
-    def has_waiters(self, job: Job) -> bool:
-        """Whether a client thread is blocked in ``job.wait()``."""
-        tracker = self._trackers.get(job)
-        return tracker is not None and tracker.blocked
-
-    def waiters_changed(self, delta: int) -> None:
-        """``delta`` client threads started (+) or stopped (-) blocking in ``Job.wait()``."""
+    def waiters_changed(self, tracker: WaitTracker, delta: int) -> None:
+        """``delta`` client threads started (+) or stopped (-) blocking on ``tracker``
+        (in ``Job.wait()``; called with the job's lock held)."""
         with self._pace:
+            if tracker.blocked:
+                self._blocked.add(tracker)
+            else:
+                self._blocked.discard(tracker)
             client = self._client
             client.waiters += delta
             client.last_activity = time.monotonic()
@@ -247,8 +249,7 @@ class Session:
                     self._send(Message(msg.now, []))
                     self._end("the simulation ended before the job finished", msg.now)
                     return
-                if self._concerns_waiters():
-                    self._deliver(until=self.has_waiters)  # what waiting clients wait for first
+                self._deliver(waited=True)  # what waiting clients wait for, first
                 if not self._hold(early=True):
                     # the reply must wait for the client: it sees every change meanwhile
                     self._deliver()
@@ -286,13 +287,19 @@ class Session:
         client = self._client
         return not (self.jm.busy or self._call_at is not None or client.closing or client.actions)
 
-    def _concerns_waiters(self) -> bool:
-        """Whether a pending status change is for a job a client blocks on."""
-        return any(self.has_waiters(job) for jobs, _, _ in self.jm.pending_reports for job in jobs)
-
-    def _deliver(self, until: Optional[Callable[[Job], bool]] = None) -> None:
+    def _deliver(self, waited: bool = False) -> None:
+        """Report the pending status changes; with ``waited``, only up to the last
+        one for a job a client thread is blocked on."""
         with self._lock:
-            self.jm.deliver(until)
+            if not waited:
+                self.jm.deliver()
+                return
+            with self._pace:
+                jobs = [tracker.job() for tracker in self._blocked]
+            records = self.jm.records
+            self.jm.deliver({record for record in (records.get(job.native_id or "")
+                                                   for job in jobs if job is not None)
+                             if record is not None})
 
     def _wait(self, delay: Callable[[], Optional[float]]) -> None:
         with self._pace:

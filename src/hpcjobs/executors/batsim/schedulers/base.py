@@ -14,11 +14,17 @@ Messages, in RFC 27's shapes (job ids are integers, times are simulated seconds)
 - ``ready()`` -> ``{"mode": "unlimited"}`` or ``{"mode": "limited", "limit": N}``.
 - ``alloc(request, now)`` with ``{"id", "priority", "userid", "t_submit", "jobspec"}``.
 - ``free({"id"}, now)``, ``cancel({"id"}, now)``, ``prioritize({"jobs": [[id, prio]]}, now)``.
+- ``idle(now)``: the job manager has passed on every request of the moment (the events
+  of one Batsim message, or what the client asked for); answer what was deferred.
 
 Each call returns the responses it produced, in order: alloc responses
 ``{"id", "type": SUCCESS|ANNOTATE|DENY|CANCEL, ...}`` (SUCCESS carries ``R`` and may
 carry ``annotations``; DENY carries ``note``) and free responses ``{"id"}``. A call may
-answer other jobs' alloc requests too (a free lets queued jobs start).
+answer other jobs' alloc requests too (a free lets queued jobs start). RFC 27 lets a
+scheduler answer an alloc whenever it likes; deciding in ``idle`` means a burst of
+requests (ten thousand allocs at one instant, twenty frees) costs one scheduling pass,
+as in Flux's sched-simple, which queues allocs and frees in their message handlers and
+schedules from its reactor's check watcher.
 
 :class:`QueueScheduler` does the bookkeeping every queue-based policy shares (the
 queue in priority / submit order, free ranks, DENY of requests wider than the
@@ -29,6 +35,7 @@ are its two ``schedule`` policies.
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import math
 from abc import ABC, abstractmethod
@@ -83,6 +90,11 @@ class Scheduler(ABC):
     def prioritize(self, request: Msg, now: float) -> list[Msg]:
         """New priorities for pending allocs (``{"jobs": [[id, priority], ...]}``)."""
 
+    def idle(self, now: float) -> list[Msg]:
+        """Every request of the moment has been passed on: answer what was deferred
+        (by default nothing is)."""
+        return []
+
 
 # -- RFC 20 R, RFC 22 idsets, RFC 14 jobspec, RFC 27 annotation merging --------------------
 def idset(ids: list[int], sep: str = ",") -> str:
@@ -99,17 +111,25 @@ def parse_idset(text: str) -> list[int]:
 def make_R(ranks: list[int], starttime: float, expiration: float,
            nodelist: Optional[list[str]] = None, cores: int = 1) -> Msg:
     """An RFC 20 R object for whole nodes ``ranks`` (``expiration`` 0: unlimited)."""
-    execution: Msg = {"R_lite": [{"rank": idset(ranks), "children": {"core": idset(list(range(cores)))}}],
+    execution: Msg = {"R_lite": [{"rank": idset(ranks), "children": {"core": _core_ids(cores)}}],
                       "starttime": starttime, "expiration": expiration}
     if nodelist is not None:
         execution["nodelist"] = nodelist
     return {"version": 1, "execution": execution}
 
 
+@functools.lru_cache(maxsize=8)
+def _core_ids(cores: int) -> str:
+    return idset(list(range(cores)))
+
+
 def ranks_of(R: Msg) -> list[int]:
     """The ranks of an R object."""
+    lite = R["execution"]["R_lite"]
+    if len(lite) == 1 and lite[0]["rank"].isdigit():
+        return [int(lite[0]["rank"])]  # the common allocation: one rank
     ranks: list[int] = []
-    for entry in R["execution"]["R_lite"]:
+    for entry in lite:
         ranks.extend(parse_idset(entry["rank"]))
     return sorted(ranks)
 
@@ -188,6 +208,7 @@ class QueueScheduler(Scheduler):
         self._fresh: list[Pending] = []  # queued jobs not yet annotated
         self._version = 0  # bumped whenever running jobs change (estimates go stale)
         self._estimated: tuple[int, int] = (-1, -1)  # (head id, version) of the last estimate
+        self._changed = False  # queue or resources changed since the last schedule()
 
     # -- RFC 27 ------------------------------------------------------------------------
     def inventory(self, resources: list[Msg]) -> None:
@@ -219,7 +240,7 @@ class QueueScheduler(Scheduler):
         self._pending[job.id] = job
         self._insert(job)
         self._fresh.append(job)
-        return self._run(now)
+        return self._changes()
 
     def free(self, request: Msg, now: float) -> list[Msg]:
         job = self._running.pop(int(request["id"]), None)
@@ -230,7 +251,7 @@ class QueueScheduler(Scheduler):
                 heapq.heappush(self._free, rank)
             self._version += 1
         self._out.append({"id": int(request["id"])})
-        return self._run(now)
+        return self._changes()
 
     def cancel(self, request: Msg, now: float) -> list[Msg]:
         job = self._pending.pop(int(request["id"]), None)
@@ -238,7 +259,7 @@ class QueueScheduler(Scheduler):
             return []  # RFC 27: no pending alloc, nothing to answer
         self._queue.remove(job)
         self._out.append({"id": job.id, "type": CANCEL})
-        return self._run(now)
+        return self._changes()
 
     def prioritize(self, request: Msg, now: float) -> list[Msg]:
         changed = False
@@ -250,13 +271,25 @@ class QueueScheduler(Scheduler):
         if changed:
             self._queue.sort(key=lambda j: j.key)
             self._fresh = list(self._queue)  # every job's place may have changed
-        return self._run(now)
+            self._changed = True
+        return self._take()
+
+    def idle(self, now: float) -> list[Msg]:
+        """Run the policy once for everything that changed since the last time."""
+        if self._changed:
+            self._changed = False
+            if self._queue:
+                self.schedule(now)
+            elif self._fresh:
+                self._fresh.clear()
+        return self._take()
 
     # -- for policies ------------------------------------------------------------------
     @abstractmethod
     def schedule(self, now: float) -> None:
         """Start what the policy allows (:meth:`start`) and annotate the rest
-        (:meth:`annotate`). Called after every change."""
+        (:meth:`annotate`). Called from :meth:`idle` when jobs are queued and something
+        changed since the last call."""
 
     @property
     def queue(self) -> list[Pending]:
@@ -271,17 +304,23 @@ class QueueScheduler(Scheduler):
     def start(self, job: Pending, now: float) -> None:
         """Allocate the lowest free ranks to ``job`` and answer its alloc with SUCCESS
         (removing its volatile annotations, RFC 27 "Alloc Success")."""
-        ranks = sorted(heapq.heappop(self._free) for _ in range(job.nodes))
+        free = self._free
+        ranks = ([heapq.heappop(free)] if job.nodes == 1
+                 else sorted(heapq.heappop(free) for _ in range(job.nodes)))
         end = now + job.duration
         self._add_running(Running(job.id, ranks, end))
         del self._pending[job.id]
-        self._queue.remove(job)
+        queue = self._queue
+        if queue[0] is job:
+            del queue[0]  # the usual case: the head starts
+        else:
+            queue.remove(job)
         expiration = 0.0 if math.isinf(end) else end
         response: Msg = {"id": job.id, "type": SUCCESS,
                          "R": make_R(ranks, now, expiration, [self._names[r] for r in ranks],
                                      self._cores)}
         if job.sent:
-            response["annotations"] = {"sched": {k: None for k in job.sent}}
+            response["annotations"] = {"sched": dict.fromkeys(job.sent)}  # null deletes
         self._out.append(response)
 
     def annotate(self, job: Pending, reason: str, t_estimate: Optional[float] = None) -> None:
@@ -290,10 +329,14 @@ class QueueScheduler(Scheduler):
         wanted: dict[str, Any] = {"reason_pending": reason}
         if t_estimate is not None and not math.isinf(t_estimate):
             wanted["t_estimate"] = t_estimate
-        if wanted == job.sent:
+        sent = job.sent
+        if wanted == sent:
             return
-        update: dict[str, Any] = {k: None for k in job.sent if k not in wanted}
-        update.update({k: v for k, v in wanted.items() if job.sent.get(k) != v})
+        if sent:
+            update: dict[str, Any] = {k: None for k in sent if k not in wanted}
+            update.update({k: v for k, v in wanted.items() if sent.get(k) != v})
+        else:
+            update = dict(wanted)  # the first annotation of a queued job
         job.sent = wanted
         self._out.append({"id": job.id, "type": ANNOTATE, "annotations": {"sched": update}})
 
@@ -350,8 +393,11 @@ class QueueScheduler(Scheduler):
                 hi = mid
         queue.insert(lo, job)
 
-    def _run(self, now: float) -> list[Msg]:
-        if self._queue:
-            self.schedule(now)
+    def _changes(self) -> list[Msg]:
+        # the policy runs in idle(), once per burst of requests
+        self._changed = True
+        return self._take()
+
+    def _take(self) -> list[Msg]:
         out, self._out = self._out, []
         return out
