@@ -194,8 +194,9 @@ def test_annotations_while_queued_removed_after_start(make_executor: MakeExecuto
     jobs = [sleep_job(seconds, nodes=nodes, walltime=seconds) for nodes, seconds in WORKLOAD]
     for job in jobs:
         ex.submit(job)
-    # j3 is backfilled while handling the same message as j2's alloc, after it
-    assert jobs[2].wait(timeout=WAIT, target_states=JobState.ACTIVE) is not None
+    # at t=50 (j3, backfilled at 0, ends) j2 still waits for j1: the annotations the
+    # scheduler gave it at 0 are in its status (by then, every change of t=0 is)
+    assert finish(jobs[2]).time == 50.0
     queued = jobs[1].status
     assert queued.state is JobState.QUEUED and queued.metadata is not None
     assert queued.metadata["reason_pending"] == "insufficient resources"
@@ -285,6 +286,23 @@ def test_jobs_submitted_while_the_simulator_starts_are_submitted_at_time_0(
     # the platform's width is known only once the simulation began: checked then
     status = finish(too_wide)
     assert status.state is JobState.FAILED and status.message is not None and "3 node(s)" in status.message
+
+
+def test_a_failing_scheduler_fails_the_jobs_with_its_error(make_executor: MakeExecutor) -> None:
+    from hpcjobs.executors.batsim.schedulers.fcfs import FCFSScheduler
+
+    class Broken(FCFSScheduler):
+        def idle(self, now: float) -> list[dict[str, object]]:
+            if self.queue:
+                raise RuntimeError("scheduler bug")
+            return super().idle(now)
+
+    ex = make_executor(hosts=2, scheduler=Broken())
+    job = sleep_job(5)
+    ex.submit(job)
+    status = finish(job)  # not left hanging
+    assert status.state is JobState.FAILED
+    assert status.message is not None and "scheduler bug" in status.message
 
 
 def test_simulator_death_fails_live_jobs_with_its_error(make_executor: MakeExecutor) -> None:

@@ -248,7 +248,10 @@ class JobManager:
         return bool(self.running or self._new or self._cancels)
 
     def end(self, message: str, now: float) -> None:
-        """The simulation is over or gone: every live job ends FAILED with ``message``."""
+        """The simulation is over or gone: every live job ends FAILED with ``message``,
+        reported now (after what was still pending, even if the exchange that found it
+        broke off)."""
+        self.deliver()
         for record in self.records.values():
             if record.phase != "done":
                 self._finish(record, _as_is, JobStatus(JobState.FAILED, now, message=message,
