@@ -52,7 +52,8 @@ FINAL_STATES: dict[str, tuple[JobState, Optional[str]]] = {
 
 #: how statuses reach the PSI/J jobs: report(job, status, ran)
 Report = Callable[[Job, JobStatus, bool], None]
-#: builds a status change when it is reported (None: nothing to report)
+#: builds a status change when it is reported, make(job_manager, record, *args) (None:
+#: nothing to report); a plain function, so a pending change allocates no bound method
 Make = Callable[..., Optional[JobStatus]]
 
 
@@ -277,7 +278,7 @@ class JobManager:
         state, template = FINAL_STATES.get(batsim_state, (JobState.FAILED, "ended in Batsim state {state}"))
         if batsim_state == "COMPLETED_KILLED" and record.cancel_requested:
             state, template = JobState.CANCELED, "canceled"
-        self._finish(record, self._final, record, state, float(event["timestamp"]), template, rc,
+        self._finish(record, JobManager._final, state, float(event["timestamp"]), template, rc,
                      batsim_state)
         self._ask(self.scheduler.free, {"id": record.number}, now, out)
 
@@ -286,7 +287,7 @@ class JobManager:
             record = self.records.get(job_id)
             if record is None or record.phase == "done":
                 continue  # it completed on its own before the kill (JOB_COMPLETED came first)
-            self._finish(record, self._final, record, JobState.CANCELED, float(event["timestamp"]),
+            self._finish(record, JobManager._final, JobState.CANCELED, float(event["timestamp"]),
                          "canceled", None, "COMPLETED_KILLED")
             self._ask(self.scheduler.free, {"id": record.number}, now, out)
 
@@ -338,10 +339,10 @@ class JobManager:
                             response.get("id"), response)
                 continue
             if kind == ANNOTATE:
-                self._set(record, self._annotated, record, response.get("annotations", {}), True)
+                self._set(record, JobManager._annotated, response.get("annotations", {}), True)
                 continue
             if "annotations" in response:  # a SUCCESS's: the ACTIVE status carries them
-                self._set(record, self._annotated, record, response["annotations"], False)
+                self._set(record, JobManager._annotated, response["annotations"], False)
             self._outstanding -= 1
             if kind == SUCCESS:
                 self._start(record, response, now, out)
@@ -380,7 +381,7 @@ class JobManager:
         record.ran = True
         self.running += 1
         out.append(protocol.execute_job(now, record.native_id, record.alloc))
-        self._set(record, self._active, record, now)
+        self._set(record, JobManager._active, now)
 
     def _cancel(self, record: Record, now: float, out: list[Event]) -> None:
         if record.phase == "running":
@@ -410,14 +411,14 @@ class JobManager:
         self._set(record, make, *args)
 
     def _set(self, record: Record, make: Make, *args: Any) -> None:
-        """A status change of ``record``: ``make(*args)`` builds the status."""
+        """A status change of ``record``: ``make(self, record, *args)`` builds the status."""
         if self._deferred is not None:
             self._deferred.append((record, record.ran, make, args))
         else:
             self._apply(record, record.ran, make, args)
 
     def _apply(self, record: Record, ran: bool, make: Make, args: tuple[Any, ...]) -> None:
-        status = make(*args)
+        status = make(self, record, *args)
         if status is not None:
             record.status = status
             for ref in record.refs:
@@ -462,7 +463,7 @@ class JobManager:
         return JobStatus(JobState.QUEUED, current.time, metadata=metadata)
 
 
-def _as_is(status: JobStatus) -> JobStatus:
+def _as_is(jm: JobManager, record: Record, status: JobStatus) -> JobStatus:
     return status
 
 
