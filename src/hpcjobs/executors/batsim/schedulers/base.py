@@ -344,7 +344,7 @@ class QueueScheduler(Scheduler):
         """The usual annotations once the policy has started what it can: the head
         waits for resources (estimated start ``head_start``, computed by
         :meth:`estimated_start` when None); jobs behind it wait for it. Only what
-        changed is recomputed, so a long queue costs nothing per event."""
+        changed is recomputed, so a long queue costs nothing per scheduling pass."""
         queue = self._queue
         if not queue:
             self._fresh.clear()

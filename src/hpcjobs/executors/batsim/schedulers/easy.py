@@ -4,8 +4,8 @@ time enough nodes will be free if running jobs end at their walltime (the "shado
 time"), and later jobs may start now if they do not delay it: they end before the
 shadow time (by their walltime), or use only the nodes the head will not need then.
 
-Only the first ``depth`` queued jobs are considered for backfilling per event (as
-Slurm's ``bf_max_job_test``), which bounds the cost of an event on a long queue.
+Only the first ``depth`` queued jobs are considered for backfilling per scheduling
+pass (as Slurm's ``bf_max_job_test``), which bounds its cost on a long queue.
 """
 
 from __future__ import annotations
