@@ -5,11 +5,15 @@ sends the Batsim events it returns. Per job it keeps a :class:`Record` (Batsim i
 RFC 27 id, state, annotations, allocation, latest status) and reports status changes
 through the ``report`` function it was given.
 
-Life of a job: ``register`` (REGISTER_PROFILE when the profile is new, REGISTER_JOB;
-the job is QUEUED) -> JOB_SUBMITTED (Batsim's acknowledgement) -> ``sched.alloc`` (at
-most ``limit`` outstanding in limited mode, in priority / submit order) -> SUCCESS:
+Life of a job: ``register`` (the job is QUEUED; REGISTER_PROFILE when the profile is
+new and REGISTER_JOB go out in the next reply, :meth:`JobManager.flush`) ->
+JOB_SUBMITTED (Batsim's acknowledgement) -> ``sched.alloc`` (at most ``limit``
+outstanding in limited mode, in priority / submit order; the scheduler answers at the
+latest in ``sched.idle``, once all events of the message are handled) -> SUCCESS:
 EXECUTE_JOB, ACTIVE | ANNOTATE: status metadata | DENY: REJECT_JOB, FAILED with the
 note -> JOB_COMPLETED / JOB_KILLED: final state (:data:`FINAL_STATES`), ``sched.free``.
+Status changes found while handling a message are built and reported by
+:meth:`JobManager.deliver`, which the session calls after replying.
 Cancel: a queued job is withdrawn from the scheduler (``sched.cancel`` -> CANCEL) and
 rejected in Batsim (REJECT_JOB is the decision Batsim defines for a submitted job that
 never ran); a running one gets KILL_JOB.
