@@ -285,7 +285,8 @@ def test_jobs_submitted_while_the_simulator_starts_are_submitted_at_time_0(
     assert finish(fits).state is JobState.COMPLETED
     # the platform's width is known only once the simulation began: checked then
     status = finish(too_wide)
-    assert status.state is JobState.FAILED and status.message is not None and "3 node(s)" in status.message
+    assert status.state is JobState.FAILED
+    assert status.message is not None and "3 node(s)" in status.message
 
 
 def test_a_failing_scheduler_fails_the_jobs_with_its_error(make_executor: MakeExecutor) -> None:

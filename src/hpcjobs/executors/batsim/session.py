@@ -17,9 +17,9 @@ runs the decision loop on one named daemon thread:
 
 A job submitted while a message is held is registered in that message's reply, at the
 simulated time the time mode gives (virtual: the message's time); one submitted while
-the simulator is still starting, in the reply to SIMULATION_BEGINS, at time 0. Locks: ``_lock``
-guards the job manager; ``_pace`` (a condition) guards the client state and wakes the
-loop. ``_pace`` is never held while taking ``_lock`` or a job's lock.
+the simulator is still starting, in the reply to SIMULATION_BEGINS, at time 0.
+Locks: ``_lock`` guards the job manager; ``_pace`` (a condition) guards the client
+state and wakes the loop. ``_pace`` is never held while taking ``_lock`` or a job's lock.
 """
 
 from __future__ import annotations
