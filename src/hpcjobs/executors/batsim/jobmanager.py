@@ -126,7 +126,6 @@ class JobManager:
         #: status changes found by handle(), reported by deliver(): (record, ran, make, args)
         self._deferred: Optional[list[tuple[Record, bool, Make, tuple[Any, ...]]]] = None
         self._asked = 0  # requests sent to the scheduler so far
-        self._sending = False  # in _send_allocs
         self._userid = os.getuid()
         self.live = 0  # jobs registered and not final
         self.running = 0
@@ -194,7 +193,6 @@ class JobManager:
             handler = _HANDLERS.get(event["type"])
             if handler is not None:
                 handler(self, event, t, out)
-        self._send_allocs(t, out)  # for the jobs Batsim acknowledged
         self._settle(t, out)
         return out
 
@@ -218,7 +216,6 @@ class JobManager:
         new, self._new = self._new, []
         for record in new:
             self._register(record, out)
-        self._send_allocs(now, out)
         cancels, self._cancels = self._cancels, []
         for record in cancels:
             self._cancel(record, now, out)
@@ -270,7 +267,7 @@ class JobManager:
         record.phase = "submitted"
         if record.cancel_requested:
             return  # _cancel rejects it in this same reply
-        self._waiting.append(record)  # its alloc goes once all events are handled
+        self._waiting.append(record)  # its alloc goes once all events are handled (_settle)
 
     def _completed(self, event: Event, now: float, out: list[Event]) -> None:
         data = event["data"]
@@ -297,15 +294,7 @@ class JobManager:
 
     # -- the scheduler -----------------------------------------------------------------
     def _send_allocs(self, now: float, out: list[Event]) -> None:
-        if self._sending:
-            return  # called back through _responses: the loop below goes on (no recursion)
-        self._sending = True
-        try:
-            self._send_waiting(now, out)
-        finally:
-            self._sending = False
-
-    def _send_waiting(self, now: float, out: list[Event]) -> None:
+        # an alloc answered at once (a DENY) makes room for the next: the loop goes on
         while self._waiting and (self._limit is None or self._outstanding < self._limit):
             record = self._waiting.popleft()
             record.phase = "sched"
@@ -323,14 +312,17 @@ class JobManager:
             self._responses(responses, now, out)
 
     def _settle(self, now: float, out: list[Event]) -> None:
-        """Every request of the moment went to the scheduler: take its deferred
-        answers (``idle``), again while they lead to new requests (limited mode sends
-        further allocs as earlier ones are answered)."""
+        """End of the moment: send the allocs there is room for (every acknowledged
+        job in unlimited mode), and take the scheduler's deferred answers (``idle``),
+        again while they lead to new requests (in limited mode an answered alloc makes
+        room for the next)."""
+        idle_at = -1  # requests sent when idle() was last called
         while True:
-            asked = self._asked
-            self._responses(self.scheduler.idle(now), now, out)
-            if self._asked == asked:
+            self._send_allocs(now, out)
+            if self._asked == idle_at:
                 return
+            idle_at = self._asked
+            self._responses(self.scheduler.idle(now), now, out)
 
     def _responses(self, responses: list[dict[str, Any]], now: float, out: list[Event]) -> None:
         for response in responses:
@@ -363,7 +355,6 @@ class JobManager:
                                                        metadata={"native_state": "REJECTED"}))
             else:
                 log.warning("job %s: unknown alloc response type %r", record.native_id, kind)
-        self._send_allocs(now, out)
 
     def _reject(self, record: Record, now: float, out: list[Event]) -> None:
         if record.in_batsim:

@@ -332,11 +332,8 @@ class QueueScheduler(Scheduler):
         sent = job.sent
         if wanted == sent:
             return
-        if sent:
-            update: dict[str, Any] = {k: None for k in sent if k not in wanted}
-            update.update({k: v for k, v in wanted.items() if sent.get(k) != v})
-        else:
-            update = dict(wanted)  # the first annotation of a queued job
+        update: dict[str, Any] = {k: None for k in sent if k not in wanted}
+        update.update({k: v for k, v in wanted.items() if sent.get(k) != v})
         job.sent = wanted
         self._out.append({"id": job.id, "type": ANNOTATE, "annotations": {"sched": update}})
 
