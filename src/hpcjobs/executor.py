@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterator, List, Mapping, Option
 from . import plugins
 from .errors import (ExecutorNotFoundError, InvalidJobException, InvalidJobStateError)
 from .job import Job, StatusCallback, as_function
-from .polling import CallbackDispatcher
+from .dispatch import CallbackDispatcher
 from .spec import JobSpec
 from .state import JobState, JobStatus
 

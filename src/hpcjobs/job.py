@@ -52,7 +52,7 @@ class _CallbackThreadMarker(threading.local):
     active = False
 
 
-#: Set on dispatcher threads while they run callbacks (see polling.CallbackDispatcher).
+#: Set on dispatcher threads while they run callbacks (see dispatch.CallbackDispatcher).
 in_callback = _CallbackThreadMarker()
 
 

@@ -13,7 +13,7 @@ import pytest
 from hpcjobs import InvalidJobException, JobExecutor, JobSpec, JobState
 from hpcjobs.executors.batch import ExitRecord, Expandable, JobDir, decode_wait_status, shell_quote
 from hpcjobs.executors.batch.script import directive_value
-from hpcjobs.executors.slurm import SlurmJobExecutor, _job_name, _native, _sacct_exit, _walltime
+from hpcjobs.executors.slurm.executor import SlurmJobExecutor, _job_name, _native, _sacct_exit, _walltime
 
 HOSTILE = ["", " ", "a b", "'", "''", '"', "$HOME", "${HOME}", "`id`", "$(id)", "\\", "\\'",
            "a\nb", "\t", "é ü 日本", "*", "~", "-n", "%j", "!", "#", ";&|<>()", "${A-b}"]

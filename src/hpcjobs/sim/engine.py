@@ -24,7 +24,7 @@ from . import intervals
 from .errors import Deadlock, ProtocolViolation
 from .platform import Platform
 from .profiles import Execution
-from .workload import JobSpec, Profile, Workload, check_composed, make_job, make_profile
+from .workload import WorkloadJob, Profile, Workload, check_composed, make_job, make_profile
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class Options:
     sched_config: str = ""
 
 
-class Job:
+class SimJob:
     """A submitted job and what became of it."""
 
     __slots__ = (
@@ -68,7 +68,7 @@ class Job:
         "token",
     )
 
-    def __init__(self, spec: JobSpec) -> None:
+    def __init__(self, spec: WorkloadJob) -> None:
         self.spec = spec
         self.state = SUBMITTED
         self.start = -1.0
@@ -94,14 +94,14 @@ class Engine:
         self._heap: list[tuple[float, int, int, int, Any]] = []
         self._seq = 0
         self._pending: list[Event] = []
-        self.jobs: dict[str, Job] = {}
-        self.finished: list[Job] = []
+        self.jobs: dict[str, SimJob] = {}
+        self.finished: list[SimJob] = []
         self.nb_rejected = 0
         self._profiles: dict[str, dict[str, Profile]] = {}
         self._gone: set[tuple[str, str]] = set()
         self._refs: dict[tuple[str, str], int] = {}
         nb = len(platform.compute)
-        self._busy: list[Job | None] = [None] * nb
+        self._busy: list[SimJob | None] = [None] * nb
         self._last_release = [0.0] * nb
         self.idle_time = 0.0
         self.computing_time = 0.0
@@ -250,8 +250,8 @@ class Engine:
         if not self._static_left:
             self._push(when, _NOTIFY, 0, None)
 
-    def _submitted(self, spec: JobSpec) -> None:
-        self.jobs[spec.job_id] = Job(spec)
+    def _submitted(self, spec: WorkloadJob) -> None:
+        self.jobs[spec.job_id] = SimJob(spec)
         self._unfinished += 1
         data: dict[str, Any] = {"job_id": spec.job_id, "job": spec.raw}
         if self.options.forward_profiles:
@@ -259,13 +259,13 @@ class Engine:
         self._emit("JOB_SUBMITTED", data)
         spec.raw = _RELEASED  # only needed for this event: frees memory on large workloads
 
-    def _complete(self, job: Job) -> None:
+    def _complete(self, job: SimJob) -> None:
         self._finish(job, job.end_state)
         ret = -1 if job.state == WALLTIME else job.ret
         self._emit("JOB_COMPLETED", {"job_id": job.spec.job_id, "job_state": job.state,
                                      "return_code": ret, "alloc": job.alloc_text})
 
-    def _finish(self, job: Job, state: str) -> None:
+    def _finish(self, job: SimJob, state: str) -> None:
         now = self.now
         job.state = state
         job.finish = now
@@ -312,7 +312,7 @@ class Engine:
                 f"over: " + "; ".join(reasons) + " (Batsim's SimGrid reports 'Deadlock detected' here)")
 
     # ---- decisions -----------------------------------------------------------------
-    def _job(self, data: dict[str, Any], kind: str, job_id: Any = None) -> Job:
+    def _job(self, data: dict[str, Any], kind: str, job_id: Any = None) -> SimJob:
         jid = data.get("job_id") if job_id is None else job_id
         if not isinstance(jid, str):
             raise ProtocolViolation(f"{kind}: 'job_id' is missing or not a string ({jid!r})")
@@ -478,7 +478,7 @@ class Engine:
             self._submitted(spec)
         else:
             spec.raw = _RELEASED
-            self.jobs[jid] = Job(spec)
+            self.jobs[jid] = SimJob(spec)
             self._unfinished += 1
 
     def _notify(self, data: dict[str, Any]) -> None:

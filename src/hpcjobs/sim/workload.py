@@ -84,7 +84,7 @@ def make_profile(name: str, raw: object, error: type[SimError], where: str) -> P
 
 
 @dataclass(slots=True)
-class JobSpec:
+class WorkloadJob:
     """A job description as submitted (static) or registered (dynamic)."""
 
     job_id: str  # "workload!name"
@@ -98,7 +98,7 @@ class JobSpec:
 
 
 def make_job(raw: object, workload: str, error: type[SimError], where: str,
-             subtime_required: bool = True) -> JobSpec:
+             subtime_required: bool = True) -> WorkloadJob:
     """Validate one job description (``id``, ``subtime``, ``res``, ``profile``, ``walltime``)."""
     if not isinstance(raw, dict):
         raise error(f"{where}: job is not a JSON object")
@@ -129,7 +129,7 @@ def make_job(raw: object, workload: str, error: type[SimError], where: str,
     echoed = raw  # ours (freshly parsed): no copy, 100k-job workloads must stay small
     echoed["id"] = full
     assert isinstance(subtime, (int, float)) and isinstance(walltime, (int, float))
-    return JobSpec(full, workload, name, float(subtime), float(walltime), res, profile, echoed)
+    return WorkloadJob(full, workload, name, float(subtime), float(walltime), res, profile, echoed)
 
 
 @dataclass
@@ -138,7 +138,7 @@ class Workload:
 
     name: str
     path: str
-    jobs: list[JobSpec]
+    jobs: list[WorkloadJob]
     profiles: dict[str, Profile]
     raw_profiles: dict[str, Any]
 
@@ -187,7 +187,7 @@ def parse_workload(path: str, name: str, nb_compute: int) -> Workload:
     raw_jobs = data.get("jobs", [])
     if not isinstance(raw_jobs, list):
         raise InputError(f"{where}: 'jobs' is not a list")
-    jobs: list[JobSpec] = []
+    jobs: list[WorkloadJob] = []
     seen: set[str] = set()
     for raw in raw_jobs:
         job = make_job(raw, name, InputError, where)

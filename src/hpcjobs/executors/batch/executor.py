@@ -32,12 +32,12 @@ from abc import abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar, List, Mapping, Optional, Sequence, Union
 
-from ... import commands
+from ... import external
 from ...errors import CommandError, SubmitException
 from ...executor import JobExecutor, JobExecutorConfig
 from ...job import Job
 from ...launchers.base import job_argv
-from ...polling import PeriodicTask
+from ...threads import PeriodicTask
 from ...spec import JobSpec
 from ...state import JobState, JobStatus
 from .jobdir import ExitRecord, JobDir
@@ -96,8 +96,8 @@ class BatchSchedulerExecutor(JobExecutor):
 
     config_class: ClassVar[type[JobExecutorConfig]] = BatchConfig
     config: BatchConfig
-    #: name of the backend's template in hpcjobs/templates (without .mustache)
-    template: ClassVar[str] = ""
+    #: the backend's mustache template, kept beside the backend's module
+    template: ClassVar[Path]
 
     def __init__(self, url: Optional[str] = None,
                  config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> None:
@@ -194,7 +194,7 @@ class BatchSchedulerExecutor(JobExecutor):
         if native_id is None or job.status.state.final:
             return
         try:
-            commands.run(self._cancel_command(native_id), timeout=self.config.command_timeout)
+            external.run(self._cancel_command(native_id), timeout=self.config.command_timeout)
         except CommandError as e:
             raise SubmitException(f"cannot cancel job {job.id} ({self.name} job {native_id})",
                                   e, transient=e.returncode is None) from e
@@ -240,7 +240,7 @@ class BatchSchedulerExecutor(JobExecutor):
         return render(self.template, {**self._directives(spec, job_dir), **self._body(spec, job_dir)})
 
     def _body(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
-        """The template context of the shared script body (templates/batch_body.mustache)."""
+        """The template context of the shared script body (batch/batch_body.mustache)."""
         argv = job_argv(spec)
         argv[1:] = [Expandable(a) for a in argv[1:]]  # ${NAME} in arguments: the spec's rule
         launch = self._launcher(spec).get_launch_command(spec, argv)
@@ -264,7 +264,7 @@ class BatchSchedulerExecutor(JobExecutor):
 
     def _run_submit(self, job_dir: JobDir) -> str:
         try:
-            result = commands.run(self._submit_command(job_dir), timeout=self.config.command_timeout)
+            result = external.run(self._submit_command(job_dir), timeout=self.config.command_timeout)
         except CommandError as e:
             # a submit command that timed out may have submitted the job all the same:
             # never leave it running unknown to us

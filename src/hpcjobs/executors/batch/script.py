@@ -20,10 +20,11 @@ from typing import Any, Mapping
 
 from ...errors import InvalidJobException
 
-__all__ = ["Expandable", "shell_quote", "render", "directive_value", "TEMPLATES"]
+__all__ = ["Expandable", "shell_quote", "render", "directive_value", "SHARED_TEMPLATES"]
 
-#: where the templates live (installed with the package)
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+#: where the templates every batch backend shares live (beside this module); a backend's
+#: own template lives in its package and names these as partials (``{{> batch_body}}``)
+SHARED_TEMPLATES = Path(__file__).resolve().parent
 
 # characters that need no quoting in a shell word (a conservative set, as shlex's)
 _SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+\Z")
@@ -73,17 +74,24 @@ def directive_value(field: str, value: str) -> str:
 _PARTIAL = re.compile(r"^\{\{>\s*([A-Za-z0-9_]+)\s*\}\}\n", re.MULTILINE)
 
 
-def _source(name: str) -> str:
+def _partial(folder: Path, name: str) -> Path:
+    """A partial is looked up beside the template that names it, then among the
+    shared ones."""
+    own = folder / f"{name}.mustache"
+    return own if own.exists() else SHARED_TEMPLATES / f"{name}.mustache"
+
+
+def _source(path: Path) -> str:
     """The template's text with its (standalone, unindented) partials inlined."""
-    text = (TEMPLATES / f"{name}.mustache").read_text(encoding="utf-8")
-    return _PARTIAL.sub(lambda m: _source(m.group(1)), text)
+    text = path.read_text(encoding="utf-8")
+    return _PARTIAL.sub(lambda m: _source(_partial(path.parent, m.group(1))), text)
 
 
 @functools.lru_cache(maxsize=None)
-def _parsed(name: str) -> Any:
+def _parsed(path: Path) -> Any:
     # parsing costs about as much as rendering: once per template and process
     import pystache  # imported on first use: importing hpcjobs stays cheap
-    return pystache.parse(_source(name))
+    return pystache.parse(_source(path))
 
 
 @functools.lru_cache(maxsize=1)
@@ -92,9 +100,9 @@ def _renderer() -> Any:
     return pystache.Renderer(escape=shell_quote, missing_tags="strict")
 
 
-def render(template: str, context: Mapping[str, Any]) -> str:
-    """Render ``templates/<template>.mustache`` (its ``{{> partial}}`` lines are other
-    templates of the same folder).
+def render(template: Path, context: Mapping[str, Any]) -> str:
+    """Render the mustache file ``template`` (its ``{{> name}}`` lines are templates
+    of its own folder or, failing that, the shared ones beside this module).
 
     Missing keys are errors, so a template and its context cannot drift apart silently.
     """

@@ -1,7 +1,7 @@
 """``SlurmJobExecutor``: PSI/J jobs as Slurm batch jobs (``get_instance('slurm')``).
 
 The backend of :class:`~hpcjobs.executors.batch.BatchSchedulerExecutor` for Slurm: the
-template (templates/slurm.mustache), the command lines (sbatch, squeue, sacct, scancel,
+template (slurm.mustache beside this module), the command lines (sbatch, squeue, sacct, scancel,
 scontrol) and the table mapping Slurm's job states to PSI/J's. docs/slurm.md describes
 the behaviour; Slurm's own references are https://slurm.schedmd.com/squeue.html
 ("JOB STATE CODES", "JOB REASON CODES") and https://slurm.schedmd.com/sacct.html.
@@ -16,14 +16,15 @@ import pwd
 import re
 import time
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
-from .. import commands
-from ..errors import CommandError, InvalidJobException
-from ..spec import JobSpec
-from ..state import JobState
-from .batch import BatchSchedulerExecutor, JobDir, NativeStatus, decode_wait_status
-from .batch.script import directive_value
+from ... import external
+from ...errors import CommandError, InvalidJobException
+from ...spec import JobSpec
+from ...state import JobState
+from ..batch import BatchSchedulerExecutor, JobDir, NativeStatus, decode_wait_status
+from ..batch.script import directive_value
 
 __all__ = ["SlurmJobExecutor", "SLURM_STATES"]
 
@@ -85,7 +86,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
     """Runs jobs through Slurm (sbatch/squeue/sacct/scancel), see the module docstring."""
 
     name = "slurm"
-    template = "slurm"
+    template = Path(__file__).with_name("slurm.mustache")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -156,7 +157,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
 
     def _find_submitted(self, job_dir: JobDir) -> Optional[str]:
         try:
-            out = commands.run(["squeue", "--noheader", "--states=all",
+            out = external.run(["squeue", "--noheader", "--states=all",
                                 f"--user={getpass.getuser()}", "--Format=JobArrayID:|,Command:"],
                                timeout=self.config.command_timeout).stdout
         except CommandError as e:
@@ -183,7 +184,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
     def _query_status(self, native_ids: Sequence[str]) -> dict[str, NativeStatus]:
         argv = ["squeue", "--noheader", "--states=all", f"--jobs={','.join(native_ids)}",
                 f"--Format={_SQUEUE_FORMAT}"]
-        result = commands.run(argv, timeout=self.config.command_timeout, check=False)
+        result = external.run(argv, timeout=self.config.command_timeout, check=False)
         if result.returncode != 0:
             # squeue exits 1 with "Invalid job id specified" when it knows none of the
             # ids it was given (unknown ids among known ones are silently left out)
@@ -213,7 +214,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
     def _query_accounting(self, native_ids: Sequence[str]) -> Optional[dict[str, NativeStatus]]:
         argv = ["sacct", "--allocations", "--noheader", "--parsable2",
                 f"--jobs={','.join(native_ids)}", f"--format={','.join(_SACCT_FIELDS)}"]
-        result = commands.run(argv, timeout=self.config.command_timeout, check=False)
+        result = external.run(argv, timeout=self.config.command_timeout, check=False)
         if result.returncode != 0:
             if "accounting storage is disabled" in result.stderr.lower():
                 return None
@@ -247,7 +248,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
                 ns.message = record.message
 
     def _list_ids(self) -> list[str]:
-        result = commands.run(["squeue", "--noheader", f"--user={getpass.getuser()}",
+        result = external.run(["squeue", "--noheader", f"--user={getpass.getuser()}",
                                "--Format=JobArrayID"], timeout=self.config.command_timeout)
         return [line.strip() for line in result.stdout.splitlines() if line.strip()]
 
@@ -266,7 +267,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
         if self._slurm_conf is None:
             config = {"MinJobAge": 300.0, "KillWait": 30.0}
             try:
-                out = commands.run(["scontrol", "show", "config"],
+                out = external.run(["scontrol", "show", "config"],
                                    timeout=self.config.command_timeout).stdout
             except CommandError as e:
                 log.warning("cannot read Slurm's configuration (assuming %s): %s", config, e)

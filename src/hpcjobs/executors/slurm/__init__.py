@@ -1,0 +1,6 @@
+"""The Slurm backend: ``get_instance('slurm')``, its state table and its template
+(``slurm.mustache``), over the shared batch machinery of :mod:`hpcjobs.executors.batch`."""
+
+from .executor import SLURM_STATES, SlurmJobExecutor
+
+__all__ = ["SlurmJobExecutor", "SLURM_STATES"]
