@@ -361,7 +361,7 @@ def test_bad_config_is_refused_at_creation(make_executor: MakeExecutor) -> None:
 
 
 def test_explicit_platform_file(make_executor: MakeExecutor) -> None:
-    platform = Path("/work/shared/fixtures/batsim-4.2.1/inputs/zero_latency_platform.xml")
+    platform = Path(__file__).resolve().parents[1] / "fixtures" / "batsim-4.2.1" / "inputs/zero_latency_platform.xml"
     if not platform.is_file():
         pytest.skip("fixture platform not present")
     ex = make_executor(platform=platform)

@@ -11,7 +11,7 @@ import pytest
 from hpcjobs.executors.batsim import gantt
 
 # a real Batsim 4.2.1 output: delay, parallel, walltime kill, failed jobs
-FIXTURE = Path("/work/shared/fixtures/batsim-4.2.1/zl/out_jobs.csv")
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "batsim-4.2.1" / "zl/out_jobs.csv"
 
 
 @pytest.fixture

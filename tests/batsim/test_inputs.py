@@ -65,7 +65,7 @@ def test_written_platform_numbers_hosts_in_order(tmp_path: Path, hosts: int) -> 
 
 
 def test_cores_of_a_given_platform() -> None:
-    fixture = Path("/work/shared/fixtures/batsim-4.2.1/inputs/small_platform.xml")
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "batsim-4.2.1" / "inputs/small_platform.xml"
     if not fixture.is_file():
         pytest.skip("fixture not present")
     assert cores_per_host(fixture) == 1

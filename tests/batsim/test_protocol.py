@@ -12,7 +12,7 @@ import pytest
 
 from hpcjobs.executors.batsim import protocol
 
-TRACE = Path("/work/shared/fixtures/batsim-4.2.1/dynack/trace.jsonl")
+TRACE = Path(__file__).resolve().parents[1] / "fixtures" / "batsim-4.2.1" / "dynack/trace.jsonl"
 
 
 @pytest.fixture(scope="module")

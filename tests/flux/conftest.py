@@ -1,7 +1,7 @@
 """Fixtures for the Flux tests: the flux-core bindings TEST DOUBLE and its instances.
 
 No Flux can be installed here, so ``tests/flux_double`` (a test double of flux-core
-0.88's Python bindings, built from the transcripts in /work/shared/fixtures/flux-0.88)
+0.88's Python bindings, built from the transcripts in tests/fixtures/flux-0.88)
 is put first on ``sys.path``; ``import flux`` then finds the double.
 """
 

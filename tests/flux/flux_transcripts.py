@@ -1,4 +1,4 @@
-"""Readers for the recorded flux-core 0.88 transcripts in /work/shared/fixtures/flux-0.88,
+"""Readers for the recorded flux-core 0.88 transcripts in tests/fixtures/flux-0.88,
 and where the bindings test double built from them lives.
 
 Both the double's fidelity tests and the executor's per-transcript tests compare what
@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-FIXTURES = Path("/work/shared/fixtures/flux-0.88")
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "flux-0.88"
 #: the directory to put on sys.path so that ``import flux`` finds the test double
 DOUBLE_PATH = str(Path(__file__).resolve().parent.parent / "flux_double")
 

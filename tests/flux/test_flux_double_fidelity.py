@@ -1,6 +1,6 @@
 """The flux-core bindings TEST DOUBLE against the recorded real transcripts.
 
-One test per transcript in /work/shared/fixtures/flux-0.88: the same scenario is run
+One test per transcript in tests/fixtures/flux-0.88: the same scenario is run
 against the double and the main eventlog (names, order, context payloads, wait status)
 and the exceptions the bindings raise are compared with the recording.
 """

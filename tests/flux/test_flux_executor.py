@@ -2,7 +2,7 @@
 
 The double (tests/flux_double) runs every job as a real process and reproduces the
 recorded transcripts; the executor does not know it is talking to one. The scenarios
-of each transcript in /work/shared/fixtures/flux-0.88 come first, then the PSI/J spec
+of each transcript in tests/fixtures/flux-0.88 come first, then the PSI/J spec
 fields, then bad input and the lifecycle.
 """
 

@@ -14,7 +14,7 @@ from typing import Any
 import zmq
 
 # shared/ sits beside the repository (here /work/shared; in CI beside the fresh clone)
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "batsim-4.2.1"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "batsim-4.2.1"
 INPUTS = FIXTURES / "inputs"
 
 

@@ -2,7 +2,7 @@
 
 No Flux can be installed on the project's machines, so tests put ``tests/flux_double``
 on ``sys.path`` and get this package instead of the real one.  It reproduces what was
-recorded from a real flux-core 0.88.0 in /work/shared/fixtures/flux-0.88/ (event names,
+recorded from a real flux-core 0.88.0 in tests/fixtures/flux-0.88/ (event names,
 order, context payloads, wait statuses, the exceptions the bindings raise) and runs every
 job's command as a real process.  Which transcript each behaviour comes from is cited
 next to the code.  ``flux.double`` (no such module in the real bindings) starts and stops

@@ -3,7 +3,7 @@
 Not part of the real bindings.  Tests call ``start_instance()`` to get a URI for
 ``flux.Flux(uri)`` (or ``FLUX_URI``) and ``stop_instance()`` to end it.  The engine plays
 job-ingest, job-manager, sched-simple and job-exec + flux-shell, reproducing the
-recorded behaviour in /work/shared/fixtures/flux-0.88 (README.md sections 2 and 3):
+recorded behaviour in tests/fixtures/flux-0.88 (README.md sections 2 and 3):
 
 * main eventlog: submit, [dependency-add], validate, [dependency-remove], depend,
   priority, alloc, start, [exception], finish, release, free, clean (true.txt,
