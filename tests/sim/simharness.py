@@ -13,7 +13,7 @@ from typing import Any
 
 import zmq
 
-# shared/ sits beside the repository (here /work/shared; in CI beside the fresh clone)
+# the recorded real Batsim runs, carried in the repository (tests/fixtures/README.md)
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "batsim-4.2.1"
 INPUTS = FIXTURES / "inputs"
 
