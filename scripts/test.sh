@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: sets up everything the tests need on a fresh Debian machine (the
 # package and its test dependencies in .venv, OpenMPI, a real single-node Slurm with
-# accounting), checks types (mypy --strict) and runs the whole test suite with pytest.
+# accounting, and the real Batsim, Flux and OpenPBS where their builds are at hand:
+# scripts/real-systems.sh), checks types (mypy --strict) and runs the whole test suite with pytest.
 # Extra arguments go to pytest (e.g. scripts/test.sh tests/core -x).
 # Under CI=true a test that needs Slurm or MPI fails instead of skipping.
 set -euo pipefail
@@ -11,6 +12,8 @@ cd "$(dirname "$0")/.."
 if [ "$(id -u)" = 0 ]; then
   bash scripts/install-test-deps.sh
   bash scripts/slurm-cluster.sh up
+  . scripts/real-systems.sh
+  # one line per real system: real_system NAME [ARGS] && export what the tests need
 else
   echo "test.sh: not root: cannot install OpenMPI or start Slurm; those tests will skip" >&2
 fi
