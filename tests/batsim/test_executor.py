@@ -118,7 +118,7 @@ def test_walltime_reached_fails_with_the_reason(make_executor: MakeExecutor) -> 
     ex.submit(job)
     status = finish(job)
     assert status.state is JobState.FAILED and status.time == 10.0
-    assert status.message is not None and "walltime reached" in status.message
+    assert status.message is not None and "walltime exceeded" in status.message
 
 
 def test_deny_for_a_job_wider_than_the_platform(make_executor: MakeExecutor) -> None:
@@ -318,7 +318,7 @@ def test_simulator_death_fails_live_jobs_with_its_error(make_executor: MakeExecu
     for job in (victim, poison):
         status = finish(job)
         assert status.state is JobState.FAILED
-        assert status.message is not None and "simulator exited with code" in status.message
+        assert status.message is not None and "simulator ended (exited with code" in status.message
         assert "no-such-type" in status.message
     with pytest.raises(SubmitException, match="no-such-type"):
         ex.submit(sleep_job(1))

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from flux_transcripts import Event, cli_eventlogs, main_eventlogs
 
-from hpcjobs.executors.flux.events import JobEvents, decode_wait_status, task_signal
+from hpcjobs.executors.flux.events import JobEvents, task_signal
+from hpcjobs.final_status import decode_wait_status
 from hpcjobs.state import JobState, JobStatus
 
 
@@ -34,16 +35,17 @@ def final(events: list[Event]) -> JobStatus:
 @pytest.mark.parametrize("name, index, state, exit_code, message", [
     ("true", 0, JobState.COMPLETED, 0, None),
     ("exit3", 0, JobState.FAILED, 3, "exited with code 3"),
-    ("selfkill", 0, JobState.FAILED, 137, "exited with code 137 (a task killed by signal "
-                                          "9 (SIGKILL)?)"),
+    ("selfkill", 0, JobState.FAILED, 137, "exited with code 137; a task killed by signal "
+                                          "9 (SIGKILL)?"),
     ("kill-signal", 0, JobState.FAILED, 137, None),
-    ("cancel-running", 0, JobState.CANCELED, 143, "canceled: probe cancel reason"),
-    ("cancel-pending", 0, JobState.CANCELED, None, "canceled: cancel while pending"),
-    ("timeout", 0, JobState.FAILED, 142, "walltime reached: the job's time limit expired "
-                                         "(Flux: resource allocation expired)"),
+    ("cancel-running", 0, JobState.CANCELED, 143, "cancelled: probe cancel reason; exited with code 143"),
+    ("cancel-pending", 0, JobState.CANCELED, None, "cancelled: cancel while pending"),
+    ("timeout", 0, JobState.FAILED, 142, "walltime exceeded: the job's time limit expired "
+                                         "(Flux: resource allocation expired); exited "
+                                         "with code 142"),
     ("nonexistent", 0, JobState.FAILED, 127, "could not be started: task 0 (host vm): "
                                              "start failed: /nonexistent/cmd: No such file "
-                                             "or directory"),
+                                             "or directory; exited with code 127"),
     ("badcwd", 0, JobState.COMPLETED, 0, None),
     ("infeasible", 0, JobState.FAILED, None, "Flux cannot allocate the resources: "
                                              "unsatisfiable request: need 64 slot(s) of 1 "
@@ -51,8 +53,8 @@ def final(events: list[Event]) -> JobStatus:
                                              "(total cores: 2)"),
     ("infeasible", 1, JobState.COMPLETED, 0, None),
     ("misc", 0, JobState.COMPLETED, 0, None),  # a non-fatal exception changes nothing
-    ("misc", 1, JobState.CANCELED, None, "canceled: immediate"),
-    ("misc", 2, JobState.CANCELED, -15, "canceled: right after start"),  # raw status 15
+    ("misc", 1, JobState.CANCELED, None, "cancelled: immediate"),
+    ("misc", 2, JobState.CANCELED, -15, "cancelled: right after start; killed by signal 15 (SIGTERM)"),  # raw status 15
     ("depend-urgency", 0, JobState.COMPLETED, 0, None),
     ("depend-urgency", 1, JobState.COMPLETED, 0, None),
     ("depend-urgency", 2, JobState.FAILED, None, "dependency failed: dependency "
@@ -73,7 +75,7 @@ def test_cli_eventlogs() -> None:
     assert [(s.state, s.exit_code) for s in finals] == [
         (JobState.COMPLETED, 0), (JobState.CANCELED, 143), (JobState.FAILED, 3),
         (JobState.FAILED, 142), (JobState.FAILED, 127)]
-    assert finals[1].message == "canceled"  # flux cancel gives no reason
+    assert finals[1].message == "cancelled; exited with code 143"  # flux cancel gives no reason
 
 
 def test_states_in_order_and_ran_flag() -> None:

@@ -134,7 +134,7 @@ def test_cancel_running(executor: JobExecutor) -> None:
     job.cancel()
     status = job.wait(timeout=WAIT)
     assert status is not None and (status.state, status.exit_code, status.message) == (
-        JobState.CANCELED, -15, "canceled")
+        JobState.CANCELED, -15, "cancelled; killed by signal 15 (SIGTERM)")
 
 
 def test_cancel_right_after_start(slow_shell_executor: JobExecutor) -> None:
@@ -173,8 +173,9 @@ def test_timeout(executor: JobExecutor) -> None:
     status = run(executor, JobSpec("/bin/sleep", ["100"], attributes=JobAttributes(
         duration=timedelta(seconds=1))))
     assert status.state is JobState.FAILED
-    assert status.message == ("walltime reached: the job's time limit expired "
-                              "(Flux: resource allocation expired)")
+    assert status.message == ("walltime exceeded: the job's time limit expired "
+                              "(Flux: resource allocation expired); killed by signal 14 "
+                              "(SIGALRM)")
     assert status.exit_code == -signal.SIGALRM  # 36352 = 142 << 8, SIGALRM per exec log
 
 
@@ -182,7 +183,7 @@ def test_nonexistent_command(executor: JobExecutor) -> None:
     status = run(executor, JobSpec("/nonexistent/cmd"))
     assert (status.state, status.exit_code) == (JobState.FAILED, 127)
     assert status.message == ("could not be started: task 0 (host vm): start failed: "
-                              "/nonexistent/cmd: No such file or directory")
+                              "/nonexistent/cmd: No such file or directory; exited with code 127")
 
 
 def test_badcwd_runs_in_tmp(executor: JobExecutor, tmp_path: Path) -> None:

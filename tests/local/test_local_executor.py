@@ -96,7 +96,7 @@ def test_cancel_kills_the_whole_process_group(ex: LocalJobExecutor, tmp_path: Pa
     grandchild = psutil.Process(int(str(text)))
     job.cancel()
     status = final(job)
-    assert status.state is JobState.CANCELED and status.message == "cancelled"
+    assert status.state is JobState.CANCELED and status.message == "cancelled; killed by signal 15 (SIGTERM)", status
     grandchild.wait(timeout=TIMEOUT)  # raises if it survives
     assert not grandchild.is_running()
 

@@ -51,7 +51,7 @@ def test_cancelled_record(journal: Journal) -> None:
     write(journal, ALIVE, "1\n", f"X {TOKEN}-1 -15 5.0 1\n")
     status = journal.inspect(f"{TOKEN}-1").status
     assert status is not None and status.state is JobState.CANCELED
-    assert (status.exit_code, status.message) == (-15, "cancelled")
+    assert (status.exit_code, status.message) == (-15, "cancelled; killed by signal 15 (SIGTERM)")
 
 
 def test_what_a_dead_nanny_leaves(journal: Journal) -> None:

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from hpcjobs import InvalidJobException, JobExecutor, JobSpec, JobState
-from hpcjobs.executors.batch import ExitRecord, Expandable, JobDir, decode_wait_status, shell_quote
+from hpcjobs.executors.batch import ExitRecord, Expandable, JobDir, shell_quote
+from hpcjobs.final_status import decode_wait_status
 from hpcjobs.executors.batch.script import directive_value
 from hpcjobs.executors.slurm.executor import SlurmJobExecutor, _job_name, _native, _sacct_exit, _walltime
 
@@ -46,8 +47,8 @@ def test_directive_values_that_sbatch_would_misread_are_refused() -> None:
 @pytest.mark.parametrize("text, state, code, message", [
     ("0 -", JobState.COMPLETED, 0, None),
     ("3 -", JobState.FAILED, 3, "exited with code 3"),
-    ("137 -", JobState.FAILED, -9, "killed by SIGKILL (signal 9)"),
-    ("143 TERM", JobState.FAILED, -15, "killed by SIGTERM (signal 15)"),
+    ("137 -", JobState.FAILED, -9, "killed by signal 9 (SIGKILL)"),
+    ("143 TERM", JobState.FAILED, -15, "killed by signal 15 (SIGTERM)"),
 ])
 def test_exit_records(tmp_path: Path, text: str, state: JobState, code: int,
                       message: str | None) -> None:
@@ -75,15 +76,16 @@ def test_wait_statuses_and_sacct_exit_codes() -> None:
     ("OUT_OF_MEMORY", JobState.FAILED, ["out of memory", "Slurm state OUT_OF_MEMORY"]),
     ("NODE_FAIL", JobState.FAILED, ["node failure"]),
     ("PREEMPTED", JobState.FAILED, ["preempted"]),
-    ("CANCELLED by 0", JobState.CANCELED, ["cancelled by root (uid 0)"]),
+    ("CANCELLED by 0", JobState.CANCELED, ["cancelled: by root (uid 0)"]),
     ("DEADLINE", JobState.FAILED, ["deadline"]),
     ("BOOT_FAIL", JobState.FAILED, ["boot failure"]),
 ])
 def test_slurm_state_table(state: str, psij: JobState, words: list[str] | None) -> None:
     ns = _native("42", state, "None", -125)
     assert ns.state is psij and ns.metadata["native_state"] == state.split()[0]
+    message = ns.final(-9).message if ns.state is not None and ns.state.final else None
     for word in words or ():
-        assert word in (ns.message or ""), ns.message
+        assert word in (message or ""), message
     if state.startswith("CANCELLED"):
         assert ns.exit_code is None  # Slurm's 0:0 of a cancelled job is no exit status
 

@@ -68,7 +68,8 @@ def test_a_job_killed_by_a_signal(executor: JobExecutor) -> None:
     status = job.wait(timeout=WAIT)
     assert status is not None and status.state is JobState.FAILED
     assert status.exit_code == -9
-    assert "killed by SIGKILL (signal 9)" in (status.message or "")
+    # a plain signal: not confused with what Slurm's reasons (out of memory, ...) add
+    assert status.message == "killed by signal 9 (SIGKILL)", status
 
 
 def test_script_killed_before_recording_its_exit_code(executor: JobExecutor) -> None:

@@ -9,8 +9,8 @@ docs/slurm.md describes the design.
 
 from .executor import BatchConfig, BatchSchedulerExecutor
 from .jobdir import ExitRecord, JobDir
-from .native import NativeStatus, decode_wait_status
+from .native import NativeStatus
 from .script import Expandable, render, shell_quote
 
 __all__ = ["BatchConfig", "BatchSchedulerExecutor", "ExitRecord", "JobDir", "NativeStatus",
-           "decode_wait_status", "Expandable", "render", "shell_quote"]
+           "Expandable", "render", "shell_quote"]

@@ -40,8 +40,9 @@ from ...launchers.base import job_argv
 from ...threads import PeriodicTask
 from ...spec import JobSpec
 from ...state import JobState, JobStatus
+from ...final_status import describe_exit
 from .jobdir import ExitRecord, JobDir
-from .native import NativeStatus, describe_exit
+from .native import NativeStatus
 from .script import Expandable, render
 
 __all__ = ["BatchConfig", "BatchSchedulerExecutor"]
@@ -453,16 +454,14 @@ class BatchSchedulerExecutor(JobExecutor):
         if ns.state is JobState.COMPLETED:
             return ns.status()
         code = ns.exit_code
-        notes = [ns.message or ns.native_state]
+        notes = []
         if t.term is not None:
             code = t.term.exit_code
             notes.append("the job script caught SIGTERM")
         elif t.job_dir is not None and t.job_dir.started() is not None:
             t.started = True
             notes.append("the job script was killed before it could record an exit code")
-        if code is not None:
-            notes.append(describe_exit(code))
-        return ns.status(message="; ".join(notes), exit_code=code)
+        return ns.final(code, notes)
 
     def _vanished(self, missing: Sequence[_Tracked]) -> bool:
         """Jobs the status command no longer knows. True if one needs a query soon."""

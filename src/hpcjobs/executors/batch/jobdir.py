@@ -18,12 +18,12 @@ sees half a record.
 from __future__ import annotations
 
 import os
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ...state import JobState, JobStatus
+from ...final_status import ended, shell_exit_code
+from ...state import JobStatus
 
 __all__ = ["JobDir", "ExitRecord", "SCRIPT", "BATCH_OUT", "STARTED", "EXIT"]
 
@@ -32,14 +32,6 @@ BATCH_OUT = "batch.out"
 STARTED = "started"
 EXIT = "exitcode"
 _IDS = "ids"
-
-
-def signal_name(number: int) -> str:
-    """``SIGKILL`` for 9, ``signal 99`` for numbers this system does not name."""
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 @dataclass(frozen=True)
@@ -53,20 +45,11 @@ class ExitRecord:
     @property
     def exit_code(self) -> int:
         """The PSI/J exit code: the status, or -N for a process killed by signal N."""
-        if 128 < self.status <= 128 + 64:
-            return -(self.status - 128)
-        return self.status
+        return shell_exit_code(self.status)
 
     def final_status(self) -> JobStatus:
-        """The final status this record alone tells (no signal caught by the script)."""
-        code = self.exit_code
-        if code == 0:
-            return JobStatus(JobState.COMPLETED, self.mtime, exit_code=0)
-        if code < 0:
-            message = f"killed by {signal_name(-code)} (signal {-code})"
-        else:
-            message = f"exited with code {code}"
-        return JobStatus(JobState.FAILED, self.mtime, message=message, exit_code=code)
+        """The final status this record alone tells (no word from the scheduler)."""
+        return ended(self.exit_code, self.mtime)
 
 
 class JobDir:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
+from ...final_status import Cause, ended
 from ...state import JobState, JobStatus
-from .jobdir import signal_name
 
-__all__ = ["NativeStatus", "decode_wait_status", "describe_exit"]
+__all__ = ["NativeStatus"]
 
 
 @dataclasses.dataclass
@@ -16,8 +16,10 @@ class NativeStatus:
     """One job as the scheduler reports it.
 
     ``state`` is None for a native state the backend's table does not know (logged and
-    ignored). ``message`` says why a final state was reached (walltime, out of memory,
-    ...); ``exit_code`` is PSI/J's (negative: killed by that signal).
+    ignored). For a final state, ``cause`` is the scheduler's why when it names one
+    (walltime, out of memory, ...) and ``message`` its own words about the ending
+    (``Slurm state TIMEOUT``); ``exit_code`` is PSI/J's (negative: killed by that
+    signal).
     """
 
     native_id: str
@@ -27,27 +29,19 @@ class NativeStatus:
     message: Optional[str] = None
     time: Optional[float] = None
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+    cause: Optional[Cause] = None
 
-    def status(self, message: Optional[str] = None, exit_code: Optional[int] = None) -> JobStatus:
-        """This as a JobStatus (``message``/``exit_code`` override the scheduler's)."""
+    def status(self) -> JobStatus:
+        """This as a JobStatus, as the scheduler tells it."""
         assert self.state is not None
-        return JobStatus(self.state, self.time,
-                         message=message if message is not None else self.message,
-                         exit_code=exit_code if exit_code is not None else self.exit_code,
-                         metadata=self.metadata)
+        if self.state.final:
+            return self.final(self.exit_code)
+        return JobStatus(self.state, self.time, message=self.message,
+                         exit_code=self.exit_code, metadata=self.metadata)
 
-
-def decode_wait_status(raw: int) -> int:
-    """A POSIX wait status (what Slurm's ``exit_code`` field holds) as a PSI/J exit code."""
-    if raw & 0x7F:
-        return -(raw & 0x7F)
-    return (raw >> 8) & 0xFF
-
-
-def describe_exit(exit_code: Optional[int]) -> str:
-    """``exit code 3`` / ``killed by SIGKILL (signal 9)`` / ``exit status unknown``."""
-    if exit_code is None:
-        return "exit status unknown"
-    if exit_code < 0:
-        return f"killed by {signal_name(-exit_code)} (signal {-exit_code})"
-    return f"exit code {exit_code}"
+    def final(self, exit_code: Optional[int], notes: Iterable[str] = ()) -> JobStatus:
+        """The final status: the scheduler's why joined with ``exit_code`` (what the
+        job recorded, or the scheduler's own figure) and ``notes``."""
+        assert self.state is not None and self.state.final
+        return ended(exit_code, self.time, cause=self.cause, reason=self.message,
+                     notes=notes, state=self.state, metadata=self.metadata)

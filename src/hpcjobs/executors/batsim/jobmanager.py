@@ -30,6 +30,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Optional
 
+from ...final_status import Cause
 from ...job import Job
 from ...state import JobState, JobStatus
 from . import protocol
@@ -49,8 +50,8 @@ WORKLOAD = "hpcjobs"
 FINAL_STATES: dict[str, tuple[JobState, Optional[str]]] = {
     "COMPLETED_SUCCESSFULLY": (JobState.COMPLETED, None),
     "COMPLETED_FAILED": (JobState.FAILED, "the job's profile returned code {rc}"),
-    "COMPLETED_WALLTIME_REACHED": (JobState.FAILED, "walltime reached: killed after {walltime:g} s "
-                                                    "(JobAttributes.duration)"),
+    "COMPLETED_WALLTIME_REACHED": (JobState.FAILED, f"{Cause.WALLTIME.value}: killed after "
+                                                    "{walltime:g} s (JobAttributes.duration)"),
     "COMPLETED_KILLED": (JobState.FAILED, "killed by the simulator"),
 }
 
@@ -278,7 +279,7 @@ class JobManager:
         rc = data.get("return_code")
         state, template = FINAL_STATES.get(batsim_state, (JobState.FAILED, "ended in Batsim state {state}"))
         if batsim_state == "COMPLETED_KILLED" and record.cancel_requested:
-            state, template = JobState.CANCELED, "canceled"
+            state, template = JobState.CANCELED, Cause.CANCELED.value
         self._finish(record, JobManager._final, state, float(event["timestamp"]), template, rc,
                      batsim_state)
         self._ask(self.scheduler.free, {"id": record.number}, now, out)
@@ -289,7 +290,7 @@ class JobManager:
             if record is None or record.phase == "done":
                 continue  # it completed on its own before the kill (JOB_COMPLETED came first)
             self._finish(record, JobManager._final, JobState.CANCELED, float(event["timestamp"]),
-                         "canceled", None, "COMPLETED_KILLED")
+                         Cause.CANCELED.value, None, "COMPLETED_KILLED")
             self._ask(self.scheduler.free, {"id": record.number}, now, out)
 
     # -- the scheduler -----------------------------------------------------------------
@@ -351,7 +352,7 @@ class JobManager:
                 if not record.cancel_requested:
                     log.warning("job %s: scheduler sent CANCEL without a cancel request", record.native_id)
                 self._reject(record, now, out)
-                self._finish(record, _as_is, JobStatus(JobState.CANCELED, now, message="canceled",
+                self._finish(record, _as_is, JobStatus(JobState.CANCELED, now, message=Cause.CANCELED.value,
                                                        metadata={"native_state": "REJECTED"}))
             else:
                 log.warning("job %s: unknown alloc response type %r", record.native_id, kind)
@@ -387,7 +388,7 @@ class JobManager:
             if record in self._waiting:
                 self._waiting.remove(record)
             self._reject(record, now, out)
-            self._finish(record, _as_is, JobStatus(JobState.CANCELED, now, message="canceled",
+            self._finish(record, _as_is, JobStatus(JobState.CANCELED, now, message=Cause.CANCELED.value,
                                                    metadata={"native_state": "REJECTED"}))
         elif record.phase == "registered":
             # not acknowledged yet: JOB_SUBMITTED will come; cancel when it does

@@ -37,6 +37,7 @@ from typing import Callable, Iterator, Optional
 import zmq
 
 from ...errors import SubmitException
+from ...final_status import describe_exit
 from ...job import Job
 from . import protocol
 from .jobmanager import JobManager, JobRequest, Record
@@ -360,9 +361,9 @@ class Session:
 
     def _death(self) -> str:
         code = self.process.poll()
-        how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
         last = tail(self.stderr_path)
-        return f"the simulator {how}" + (f": {last}" if last else " (no error output)")
+        return f"the simulator ended ({describe_exit(code)})" + (f": {last}" if last else
+                                                                  " (no error output)")
 
     # -- endings -----------------------------------------------------------------------
     def _fail(self, message: str) -> None:

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import signal
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from ...final_status import Cause, decode_wait_status, describe_exit, ended
 from ...state import JobState, JobStatus
 
-__all__ = ["JobEvents", "Update", "decode_wait_status", "task_signal"]
+__all__ = ["JobEvents", "Update", "task_signal"]
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +41,6 @@ class Update(NamedTuple):
     metadata: dict[str, Any] | None = None
 
 
-def decode_wait_status(status: int) -> int:
-    """The exit code in a wait status, or ``-N`` when it says "killed by signal N"."""
-    if os.WIFSIGNALED(status):
-        return -os.WTERMSIG(status)
-    return os.WEXITSTATUS(status)
-
-
 def task_signal(exec_eventlog: str, exit_code: int) -> int | None:
     """N if the job's exec eventlog (RFC 18 text) shows a task killed by signal N that
     the shell reported as exit code ``exit_code`` (= 128+N), else None."""
@@ -59,13 +51,6 @@ def task_signal(exec_eventlog: str, exit_code: int) -> int | None:
                 and context.get("exitcode") == exit_code:
             return int(context["signaled"])
     return None
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return f"{number} ({signal.Signals(number).name})"
-    except ValueError:
-        return str(number)
 
 
 class JobEvents:
@@ -147,47 +132,42 @@ class JobEvents:
 
     def killed_by(self, signum: int, status: JobStatus) -> Update:
         """``status`` (a final one) restated for a task killed by signal ``signum``."""
-        self.metadata["signal"] = signum
-        message = status.message
-        if self._fatal is None:
-            message = f"killed by signal {_signal_name(signum)}"
-        return Update(JobStatus(status.state, status.time, message, -signum, self.metadata),
-                      ran=self._ran)
+        return Update(self._ended(-signum, status.time), ran=self._ran)
 
     def _final(self, timestamp: float) -> Update:
         """The final status, once the job's processes are gone (``finish``) or, for a
         job that never ran, when the job manager is done with it (``clean``)."""
         self.done = True
         exit_code = None if self._wait_status is None else decode_wait_status(self._wait_status)
-        state, message = JobState.FAILED, None
+        if self._wait_status is not None:
+            self.metadata["wait_status"] = self._wait_status
+        return Update(self._ended(exit_code, timestamp), ran=self._ran)
+
+    def _ended(self, exit_code: int | None, timestamp: float) -> JobStatus:
+        """The final status: the fatal exception's why (if any) with ``exit_code``."""
+        cause, reason, notes = None, None, []
         fatal = self._fatal
         if fatal is not None:
             etype, note = fatal.get("type", ""), fatal.get("note", "")
             if etype == "cancel":
-                state, message = JobState.CANCELED, "canceled" + (f": {note}" if note else "")
+                cause, reason = Cause.CANCELED, note or None
             elif etype == "timeout":
-                message = f"walltime reached: the job's time limit expired (Flux: {note})"
+                cause, reason = Cause.WALLTIME, f"the job's time limit expired (Flux: {note})"
             elif etype == "alloc":
-                message = f"Flux cannot allocate the resources: {note}"
+                reason = f"Flux cannot allocate the resources: {note}"
             elif etype == "exec":
-                message = f"could not be started: {note}"
+                reason = f"could not be started: {note}"
             elif etype == "dependency":
-                message = f"dependency failed: {note}"
+                reason = f"dependency failed: {note}"
             else:
-                message = f"Flux exception {etype}: {note}"
+                reason = f"Flux exception {etype}: {note}"
         elif exit_code is None:
-            message = "ended without an exit status"
-        elif exit_code == 0:
-            state = JobState.COMPLETED
-        elif exit_code < 0:
-            message = f"killed by signal {_signal_name(-exit_code)}"
-            self.metadata["signal"] = -exit_code
-        else:
-            message = f"exited with code {exit_code}"
-            if exit_code > 128:
-                # the Flux shell reports a task killed by signal N as exit code 128+N
-                message += f" (a task killed by signal {_signal_name(exit_code - 128)}?)"
-        if self._wait_status is not None:
-            self.metadata["wait_status"] = self._wait_status
-        return Update(JobStatus(state, timestamp, message, exit_code, self.metadata),
-                      ran=self._ran)
+            reason = "ended without an exit status"
+        elif exit_code > 128:
+            # the Flux shell reports a task killed by signal N as exit code 128+N
+            notes.append(f"a task {describe_exit(128 - exit_code)}?")
+        status = ended(exit_code, timestamp, cause=cause, reason=reason, notes=notes,
+                       metadata=self.metadata)
+        if status.metadata and "signal" in status.metadata:
+            self.metadata["signal"] = status.metadata["signal"]
+        return status

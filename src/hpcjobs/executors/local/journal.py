@@ -25,13 +25,13 @@ import logging
 import os
 import re
 import shutil
-import signal
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from ...final_status import Cause, ended
 from ...state import JobState, JobStatus
 from .nanny import CANCEL_MARK, process_alive
 
@@ -46,18 +46,7 @@ _RECORDS = ".records"
 
 def final_status(exit_code: int, when: float, canceled: bool) -> JobStatus:
     """The final status of a job that ended with ``exit_code`` (negative: the signal)."""
-    if canceled:
-        return JobStatus(JobState.CANCELED, when, "cancelled", exit_code)
-    if exit_code == 0:
-        return JobStatus(JobState.COMPLETED, when, exit_code=0)
-    if exit_code > 0:
-        return JobStatus(JobState.FAILED, when, f"exited with code {exit_code}", exit_code)
-    try:
-        name = f" ({signal.Signals(-exit_code).name})"
-    except ValueError:
-        name = ""
-    return JobStatus(JobState.FAILED, when, f"killed by signal {-exit_code}{name}", exit_code,
-                     metadata={"signal": -exit_code})
+    return ended(exit_code, when, cause=Cause.CANCELED if canceled else None)
 
 
 @dataclass(frozen=True)

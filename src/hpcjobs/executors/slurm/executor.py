@@ -21,9 +21,10 @@ from typing import Any, Iterator, Optional, Sequence
 
 from ... import external
 from ...errors import CommandError, InvalidJobException
+from ...final_status import Cause, decode_wait_status
 from ...spec import JobSpec
 from ...state import JobState
-from ..batch import BatchSchedulerExecutor, JobDir, NativeStatus, decode_wait_status
+from ..batch import BatchSchedulerExecutor, JobDir, NativeStatus
 from ..batch.script import directive_value
 
 __all__ = ["SlurmJobExecutor", "SLURM_STATES"]
@@ -33,33 +34,34 @@ log = logging.getLogger(__name__)
 _Q, _A = JobState.QUEUED, JobState.ACTIVE
 _C, _F, _X = JobState.COMPLETED, JobState.FAILED, JobState.CANCELED
 
-#: Slurm job state (squeue %T / sacct State) -> (PSI/J state, why the job ended).
-#: From squeue(1) "JOB STATE CODES". States not listed are logged and ignored.
-SLURM_STATES: dict[str, tuple[JobState, Optional[str]]] = {
-    "PENDING": (_Q, None),
-    "CONFIGURING": (_Q, None),          # nodes allocated, still booting: not running yet
-    "REQUEUED": (_Q, None),
-    "REQUEUE_HOLD": (_Q, None),
-    "REQUEUE_FED": (_Q, None),
-    "RESV_DEL_HOLD": (_Q, None),
-    "RUNNING": (_A, None),
-    "COMPLETING": (_A, None),           # ended; the final state follows when nodes are free
-    "SUSPENDED": (_A, None),
-    "STOPPED": (_A, None),
-    "RESIZING": (_A, None),
-    "SIGNALING": (_A, None),
-    "STAGE_OUT": (_A, None),
-    "COMPLETED": (_C, None),
-    "FAILED": (_F, "failed"),
-    "CANCELLED": (_X, "cancelled"),
-    "TIMEOUT": (_F, "walltime exceeded: Slurm ended the job at its time limit"),
-    "OUT_OF_MEMORY": (_F, "out of memory: the job exceeded its memory limit"),
-    "NODE_FAIL": (_F, "node failure: a node allocated to the job failed"),
-    "PREEMPTED": (_F, "preempted by Slurm in favour of another job"),
-    "BOOT_FAIL": (_F, "node boot failure: the job's nodes could not be booted"),
-    "DEADLINE": (_F, "deadline reached before the job could complete (--deadline)"),
-    "SPECIAL_EXIT": (_F, "special exit: the job was requeued in a held state"),
-    "REVOKED": (_X, "revoked: this federated job ran on another cluster"),
+#: Slurm job state (squeue %T / sacct State) -> (PSI/J state, why the job ended: the
+#: cause, and Slurm's words about it). From squeue(1) "JOB STATE CODES". States not
+#: listed are logged and ignored.
+SLURM_STATES: dict[str, tuple[JobState, Optional[Cause], Optional[str]]] = {
+    "PENDING": (_Q, None, None),
+    "CONFIGURING": (_Q, None, None),    # nodes allocated, still booting: not running yet
+    "REQUEUED": (_Q, None, None),
+    "REQUEUE_HOLD": (_Q, None, None),
+    "REQUEUE_FED": (_Q, None, None),
+    "RESV_DEL_HOLD": (_Q, None, None),
+    "RUNNING": (_A, None, None),
+    "COMPLETING": (_A, None, None),     # ended; the final state follows when nodes are free
+    "SUSPENDED": (_A, None, None),
+    "STOPPED": (_A, None, None),
+    "RESIZING": (_A, None, None),
+    "SIGNALING": (_A, None, None),
+    "STAGE_OUT": (_A, None, None),
+    "COMPLETED": (_C, None, None),
+    "FAILED": (_F, None, "failed"),
+    "CANCELLED": (_X, Cause.CANCELED, None),
+    "TIMEOUT": (_F, Cause.WALLTIME, "Slurm ended the job at its time limit"),
+    "OUT_OF_MEMORY": (_F, Cause.OUT_OF_MEMORY, "the job exceeded its memory limit"),
+    "NODE_FAIL": (_F, Cause.NODE_FAILURE, "a node allocated to the job failed"),
+    "PREEMPTED": (_F, Cause.PREEMPTED, "Slurm preempted it in favour of another job"),
+    "BOOT_FAIL": (_F, None, "node boot failure: the job's nodes could not be booted"),
+    "DEADLINE": (_F, None, "deadline reached before the job could complete (--deadline)"),
+    "SPECIAL_EXIT": (_F, None, "special exit: the job was requeued in a held state"),
+    "REVOKED": (_X, None, "revoked: this federated job ran on another cluster"),
 }
 
 # squeue -O fields, '|' after each (Reason and NodeList never contain one; the node list
@@ -244,7 +246,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
             return
         for ns in cancelled:
             record = records.get(ns.native_id)
-            if record is not None and record.message and "by" in record.message:
+            if record is not None and record.message and record.message.startswith("by "):
                 ns.message = record.message
 
     def _list_ids(self) -> list[str]:
@@ -292,8 +294,9 @@ def _native(native_id: str, state: str, reason: str, exit_code: Optional[int]) -
     """A Slurm record in PSI/J terms, with the message for every kind of ending."""
     words = state.split()  # sacct says "CANCELLED by 1000"
     native_state = words[0].rstrip("+") if words else ""
-    psij_state, why = SLURM_STATES.get(native_state, (None, None))
-    ns = NativeStatus(native_id, native_state, psij_state, metadata={"native_state": native_state})
+    psij_state, cause, why = SLURM_STATES.get(native_state, (None, None, None))
+    ns = NativeStatus(native_id, native_state, psij_state, metadata={"native_state": native_state},
+                      cause=cause)
     if psij_state is None or not psij_state.final:
         return ns
     if psij_state is JobState.COMPLETED:
@@ -303,12 +306,12 @@ def _native(native_id: str, state: str, reason: str, exit_code: Optional[int]) -
     if native_state not in _MAY_NOT_HAVE_RUN:
         ns.exit_code = exit_code
     if native_state == "CANCELLED" and len(words) >= 3 and words[1] == "by":
-        why = f"cancelled by {_user(words[2])}"
+        why = f"by {_user(words[2])}"
     detail = f"Slurm state {native_state}"
     if reason not in _REASON_NONE:
         detail += f", reason {reason}"
     # the executor adds the exit status it settles on (Slurm's, or the script's record)
-    ns.message = f"{why or native_state.lower()} ({detail})"
+    ns.message = f"{why} ({detail})" if why else detail
     return ns
 
 
