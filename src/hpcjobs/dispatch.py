@@ -1,6 +1,13 @@
 """Callback delivery: one named daemon thread per executor that runs status callbacks
 in order, outside every lock; a failing callback is logged and the next one runs.
 
+A batch that ends in a final state marks its job (``Job._final_callbacks_pending``)
+when it is queued and clears the mark when its callbacks have returned, so that
+``Job.wait()`` can return a final status only after the callbacks for it ran. Queueing
+and stopping share a lock, so a batch is either queued before the end marker (and
+delivered) or refused (and its job not marked): a wait can never hang on a batch that
+no thread will run.
+
 It holds no reference to its executor; the executor stops it when closed (and through
 ``weakref.finalize`` when it is collected).
 """
@@ -34,16 +41,23 @@ class CallbackDispatcher:
         self._stopped = False
 
     def deliver(self, job: Job, statuses: Sequence[JobStatus], callbacks: Sequence[_Fn]) -> None:
-        """Queue ``callbacks`` to be called with each of ``statuses`` in order."""
+        """Queue ``callbacks`` to be called with each of ``statuses`` in order.
+
+        Called with the job's lock held (by ``Job._advance``), which guards the mark.
+        After ``stop()`` nothing is queued any more.
+        """
         if not callbacks or not statuses:
             return
-        if self._thread is None:
-            with self._lock:
-                if self._thread is None and not self._stopped:
-                    self._thread = threading.Thread(target=_run_dispatch, name=self._name,
-                                                    args=(self._queue,), daemon=True)
-                    self._thread.start()
-        self._queue.put((job, statuses, callbacks))
+        with self._lock:
+            if self._stopped:
+                return
+            if self._thread is None:
+                self._thread = threading.Thread(target=_run_dispatch, name=self._name,
+                                                args=(self._queue,), daemon=True)
+                self._thread.start()
+            if statuses[-1].state.final:
+                job._final_callbacks_pending = True
+            self._queue.put((job, statuses, callbacks))
 
     def stop(self, wait: bool = True) -> None:
         """Deliver what is queued, then end the thread (idempotent)."""
@@ -70,3 +84,5 @@ def _run_dispatch(q: "queue.SimpleQueue[_Item]") -> None:
                 except Exception:
                     log.exception("status callback %r failed for job %s (%s); ignored",
                                   cb, job.id, status.state)
+        if statuses[-1].state.final:
+            job._final_callbacks_returned()

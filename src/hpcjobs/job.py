@@ -4,6 +4,11 @@ Executors report what they observe through ``JobExecutor._set_job_status``; the 
 turns each observation into the ordered list of new states (synthesising any the
 backend skipped), wakes its waiters, and hands the list to the executor's dispatcher
 thread, which runs the callbacks outside every lock.
+
+``wait()`` returns a final status only once the callbacks for that final state have
+returned (and so every earlier callback of the job: one dispatcher thread runs them in
+order). Only the batch holding the final state is tracked, so this costs one flag per
+job, not a count per callback.
 """
 
 from __future__ import annotations
@@ -69,7 +74,7 @@ class Job:
     """A job: its spec, its status, and (once submitted) its executor and native id."""
 
     __slots__ = ("_id", "_spec", "_status", "_native_id", "_executor", "_callback",
-                 "_lock", "_cond", "__weakref__")
+                 "_lock", "_cond", "_final_callbacks_pending", "__weakref__")
 
     def __init__(self, spec: Optional[JobSpec] = None) -> None:
         self._id = _new_id()
@@ -80,6 +85,8 @@ class Job:
         self._callback: Optional[_Fn] = None
         self._lock = threading.Lock()
         self._cond: Optional[threading.Condition] = None
+        #: set (under _lock) while the callbacks for the final state are queued or running
+        self._final_callbacks_pending = False
 
     # -- plain properties ---------------------------------------------------------------
     @property
@@ -134,7 +141,10 @@ class Job:
         seconds) passes. Returns the status that ended the wait, or None on timeout.
 
         A final status that can never satisfy the targets (waiting for COMPLETED on a
-        FAILED job) also ends the wait: check the returned state.
+        FAILED job) also ends the wait: check the returned state. A final status is
+        returned only after every status callback of the job (job and executor ones)
+        up to and including the final one has returned, so what they recorded is
+        complete; from inside a callback the final status is returned at once.
         From inside a status callback, raises ``WaitFromCallbackError`` rather than
         blocking the thread that delivers status updates.
         """
@@ -145,9 +155,12 @@ class Job:
         with self._lock:
             while True:
                 status = self._status
-                if status.state.final or _reached(status.state, targets):
+                if status.state.final:
+                    if not self._final_callbacks_pending or in_callback.active:
+                        return status
+                elif _reached(status.state, targets):
                     return status
-                if in_callback.active:
+                elif in_callback.active:
                     raise WaitFromCallbackError(
                         f"Job.wait() called from a status callback for job {self._id}: "
                         "callbacks run on the thread that delivers status updates, so the "
@@ -196,6 +209,13 @@ class Job:
                 entered.append(status)
             self._status = status
             hand_off(self, entered)
+            if self._cond is not None:
+                self._cond.notify_all()
+
+    def _final_callbacks_returned(self) -> None:
+        """Called by the dispatcher once the callbacks for the final state returned."""
+        with self._lock:
+            self._final_callbacks_pending = False
             if self._cond is not None:
                 self._cond.notify_all()
 
