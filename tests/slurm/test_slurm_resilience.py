@@ -1,4 +1,4 @@
-"""What the files cannot tell and Slurm forgets: walltime kills, jobs purged from the
+"""What the files cannot tell and Slurm forgets: walltime kills, out of memory, jobs purged from the
 queue (short MinJobAge on the test cluster), accounting that is disabled, a status
 command that fails, native states nobody knows."""
 
@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from hpcjobs import Job, JobAttributes, JobExecutor, JobSpec, JobState
+from hpcjobs import Job, JobAttributes, JobExecutor, JobSpec, JobState, ResourceSpecV1
 
 from slurm_helpers import WAIT, sbatch, shim, squeue_state, wait_until
 
@@ -27,6 +28,20 @@ def test_walltime_kill_ends_failed_with_a_walltime_message(executor: JobExecutor
     message = status.message or ""
     assert "walltime exceeded" in message and "Slurm state TIMEOUT" in message, message
     assert "SIGTERM" in message and status.exit_code == -15
+
+
+def test_out_of_memory_is_not_a_plain_sigkill(executor: JobExecutor) -> None:
+    # the cluster's cgroup (ConstrainRAMSpace) kills the job with SIGKILL at 100 MiB: its
+    # own record says only "killed by signal 9", Slurm says OUT_OF_MEMORY
+    fill = "import sys; block = b'x' * (2 << 30); sys.exit(0)"
+    job = Job(JobSpec(sys.executable, ["-c", fill],
+                      resources=ResourceSpecV1(memory=100 * 1024 * 1024)))
+    executor.submit(job)
+    status = job.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.FAILED, status
+    message = status.message or ""
+    assert message.startswith("out of memory") and "Slurm state OUT_OF_MEMORY" in message, message
+    assert status.exit_code == -9 and "killed by signal 9 (SIGKILL)" in message, status
 
 
 @pytest.mark.slow

@@ -11,6 +11,10 @@ How status works (docs/slurm.md has the full story):
   interval up to ``max_query_interval``: it reconciles what the files cannot tell
   (held, cancelled while pending, killed before the script could write, node failure,
   why a SIGTERM came).
+* A job whose exit record says it was killed by a signal (or its script caught
+  SIGTERM) is not final until the scheduler's status says why (out of memory, walltime,
+  preemption, node failure, cancel: final_status.py joins the two); that is the same
+  bulk query, asked for at once.
 * A job missing from the queue is never assumed completed: its exit-code file; else
   one accounting query; else, once it has been missing for the scheduler's retention
   time, FAILED with a message saying its exit status is unknown.
@@ -40,7 +44,7 @@ from ...launchers.base import job_argv
 from ...threads import PeriodicTask
 from ...spec import JobSpec
 from ...state import JobState, JobStatus
-from ...final_status import describe_exit
+from ...final_status import describe_exit, needs_cause
 from .jobdir import ExitRecord, JobDir
 from .native import NativeStatus
 from .script import Expandable, render
@@ -74,8 +78,8 @@ class _Tracked:
     """What the monitor knows about one live native job (shared by the Job objects that
     follow it: the submitted one and attached copies)."""
 
-    __slots__ = ("native_id", "jobs", "job_dir", "unlinked", "started", "exit_mtime", "term",
-                 "ended", "missing_since", "asked_accounting", "warned")
+    __slots__ = ("native_id", "jobs", "job_dir", "unlinked", "started", "exit_mtime", "record",
+                 "ended", "missing_since", "asked_accounting", "warned", "record_seen")
 
     def __init__(self, native_id: str, job: Job, job_dir: Optional[JobDir]) -> None:
         self.native_id = native_id
@@ -84,7 +88,9 @@ class _Tracked:
         self.unlinked = False  # ids/<native id> not written yet
         self.started = False
         self.exit_mtime: Optional[float] = None
-        self.term: Optional[ExitRecord] = None  # SIGTERM caught: ask the scheduler why
+        # an exit record that needs the scheduler's why (a signal), and when it was seen
+        self.record: Optional[ExitRecord] = None
+        self.record_seen = 0.0
         # the scheduler's final word while the script may still be writing its record
         self.ended: Optional[tuple[float, NativeStatus]] = None
         self.missing_since: Optional[float] = None
@@ -348,13 +354,15 @@ class BatchSchedulerExecutor(JobExecutor):
             return False
         t.exit_mtime = record.mtime
         t.started = True
-        if record.caught is None:
+        if record.caught is None and not needs_cause(record.exit_code):
             self._report(t, _explain(t, record.final_status()))
             return True
-        # the script was sent SIGTERM (walltime, cancel, preemption): the scheduler knows why
-        log.debug("%s job %s: script caught SIG%s; asking the scheduler why",
-                  self.name, t.native_id, record.caught)
-        t.term = record
+        # the script was sent SIGTERM (walltime, cancel, preemption) or the job was killed
+        # by a signal (the kernel's OOM killer, a node failing): the scheduler knows why
+        log.debug("%s job %s: %s; asking the scheduler why", self.name, t.native_id,
+                  f"script caught SIG{record.caught}" if record.caught else
+                  describe_exit(record.exit_code))
+        t.record, t.record_seen = record, time.monotonic()
         if t.ended is not None:  # the scheduler already said how it ended
             self._report(t, self._final_status(t, t.ended[1]), ran=True)
             return True
@@ -392,7 +400,7 @@ class BatchSchedulerExecutor(JobExecutor):
             else:
                 t.missing_since = None
                 self._apply_live(t, ns)
-                urgent = urgent or t.term is not None
+                urgent = urgent or t.record is not None
         if finals:
             self._describe_final([ns for _, ns in finals])
             for t, ns in finals:
@@ -422,8 +430,14 @@ class BatchSchedulerExecutor(JobExecutor):
                 log.warning("%s job %s: unknown native state %r; ignored",
                             self.name, t.native_id, ns.native_state)
             return
-        if t.term is not None and ns.state is JobState.QUEUED:
-            t.term = None  # requeued after the SIGTERM: the next run writes new files
+        if t.record is not None and ns.state is JobState.QUEUED:
+            t.record = None  # requeued after the SIGTERM: the next run writes new files
+        if t.record is not None and t.record.caught is None and \
+                time.monotonic() - t.record_seen > self._record_grace():
+            # its script has ended, yet the scheduler goes on calling it live: the record
+            # is all there is to tell
+            self._report(t, t.record.final_status(), ran=True)
+            return
         if ns.state is JobState.ACTIVE:
             t.started = True
         self._report(t, ns.status())
@@ -431,12 +445,13 @@ class BatchSchedulerExecutor(JobExecutor):
     def _apply_final(self, t: _Tracked, ns: NativeStatus) -> bool:
         """The scheduler says the job ended; the job's own files, if any, say more.
         False if the job's script may still be writing its exit record (ask again)."""
-        if t.job_dir is not None and t.term is None:
+        if t.job_dir is not None and t.record is None:
             if self._check_files(t):
                 return True
             # (the started file, not squeue: on a file system the node does not share,
             # no record will ever come)
-            if ns.state is not JobState.COMPLETED and t.job_dir.started() is not None:
+            if t.record is None and ns.state is not JobState.COMPLETED and \
+                    t.job_dir.started() is not None:
                 # Slurm marks a cancelled job CANCELLED at once, while its script is
                 # still handling the SIGTERM: give the record time to appear
                 now = time.monotonic()
@@ -449,15 +464,18 @@ class BatchSchedulerExecutor(JobExecutor):
         return True
 
     def _final_status(self, t: _Tracked, ns: NativeStatus) -> JobStatus:
-        """The scheduler's why, with the exit status: the script's record when it caught
-        SIGTERM (the scheduler's figure is the shell's), else the scheduler's."""
+        """The scheduler's why, with the exit status: the script's record when it has
+        one (the scheduler's figure is the shell's), else the scheduler's."""
         if ns.state is JobState.COMPLETED:
             return ns.status()
         code = ns.exit_code
         notes = []
-        if t.term is not None:
-            code = t.term.exit_code
-            notes.append("the job script caught SIGTERM")
+        if t.record is not None:
+            if t.record.caught is None and ns.cause is None:
+                return t.record.final_status()  # a signal the scheduler has no why for
+            code = t.record.exit_code
+            if t.record.caught is not None:
+                notes.append(f"the job script caught SIG{t.record.caught}")
         elif t.job_dir is not None and t.job_dir.started() is not None:
             t.started = True
             notes.append("the job script was killed before it could record an exit code")
@@ -499,14 +517,22 @@ class BatchSchedulerExecutor(JobExecutor):
                 t.missing_since = now
             if retention is None:
                 retention = self._retention_time()
-            if now - t.missing_since < retention:
-                urgent = urgent or t.term is not None
+            record = t.record
+            if record is not None and record.caught is None and \
+                    (t.asked_accounting or self._accounting is False):
+                # killed by a signal, and neither the queue nor accounting says why
+                status = record.final_status()
+                status.message = f"{status.message}; {self.name} no longer knows why"
+                self._report(t, status, ran=True)
                 continue
-            if t.term is not None:
-                message = (f"the job was sent SIGTERM ({describe_exit(t.term.exit_code)}) and "
+            if now - t.missing_since < retention:
+                urgent = urgent or record is not None
+                continue
+            if record is not None:
+                message = (f"the job was sent SIGTERM ({describe_exit(record.exit_code)}) and "
                            f"{self.name} no longer knows why (walltime, cancel or preemption)")
-                self._report(t, JobStatus(JobState.FAILED, t.term.mtime, message=message,
-                                          exit_code=t.term.exit_code), ran=True)
+                self._report(t, JobStatus(JobState.FAILED, record.mtime, message=message,
+                                          exit_code=record.exit_code), ran=True)
                 continue
             where = f"no exit-code file in {t.job_dir.path}" if t.job_dir else "no job files"
             message = (f"vanished from {self.name} without an exit code: the exit status is "
