@@ -9,7 +9,7 @@ import pytest
 from hpcjobs import InvalidJobException, JobAttributes, JobSpec
 from hpcjobs.executors.batsim.platform import cores_per_host, write_platform
 from hpcjobs.executors.batsim.profiles import MIN_DELAY, profile_for
-from hpcjobs.sim.platform import parse_platform
+from hpcjobs.batsim_protocol.platform import parse_platform
 
 
 @pytest.mark.parametrize("exe, args, profile", [

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from simharness import INPUTS, read_csv, write_json
 
-from hpcjobs.sim import intervals
+from hpcjobs.batsim_protocol import intervals
 
 ZL = str(INPUTS / "zero_latency_platform.xml")
 Event = dict[str, Any]

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from simharness import INPUTS
 
-from hpcjobs.sim import intervals, units
-from hpcjobs.sim.errors import InputError, ProtocolViolation
-from hpcjobs.sim.platform import parse_platform
+from hpcjobs.batsim_protocol import intervals, units
+from hpcjobs.batsim_protocol.errors import InputError, ProtocolError
+from hpcjobs.batsim_protocol.platform import parse_platform
 from hpcjobs.sim.profiles import Execution
 from hpcjobs.sim.workload import check_composed, make_profile
 
@@ -25,7 +25,7 @@ def test_interval_sets(text: str, ids: list[int], canonical: str) -> None:
 
 @pytest.mark.parametrize("text", ["", "a", "3-1", "-1", "1-x", "+2", "\u0663", "1-", "1--2"])
 def test_bad_interval_sets(text: str) -> None:
-    with pytest.raises(ProtocolViolation):
+    with pytest.raises(ProtocolError):
         intervals.parse(text)
 
 

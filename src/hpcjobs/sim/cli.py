@@ -9,13 +9,14 @@ import sys
 import time
 from typing import NoReturn
 
+from ..batsim_protocol.codecs import get_codec
+from ..batsim_protocol.platform import parse_platform
+from ..batsim_protocol.transports.zeromq import ReqChannel
 from . import BATSIM_VERSION
 from .engine import Engine, Options
 from .errors import Deadlock, InputError, SimError
 from .output import write_outputs
-from .platform import parse_platform
-from .protocol import JsonCodec
-from .server import Channel, serve
+from .server import serve
 from .workload import parse_workload
 
 log = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ def run(argv: list[str]) -> int:
         options = Options(args.enable_dynamic_jobs, args.acknowledge_dynamic_jobs, args.enable_profile_reuse,
                           args.forward_profiles_on_submission, args.sched_cfg)
         engine = Engine(platform, workloads, options)
-        channel = Channel(args.socket_endpoint, JsonCodec(), args.timeout)
+        channel = ReqChannel(args.socket_endpoint, get_codec("json"), args.timeout)
         try:
             serve(engine, channel)
         except Deadlock:

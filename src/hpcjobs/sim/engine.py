@@ -20,9 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import intervals
+from ..batsim_protocol import intervals
+from ..batsim_protocol.platform import Platform
 from .errors import Deadlock, ProtocolViolation
-from .platform import Platform
 from .profiles import Execution
 from .workload import WorkloadJob, Profile, Workload, check_composed, make_job, make_profile
 

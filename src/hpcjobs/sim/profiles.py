@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..batsim_protocol.platform import Host, Link, Platform
 from .errors import ProtocolViolation
-from .platform import Host, Link, Platform
 from .workload import Profile
 
 ProfileLookup = Callable[[str], Profile]

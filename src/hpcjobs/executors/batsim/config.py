@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
+from ...batsim_protocol.codecs import NAMES as PROTOCOLS
 from ...executor import JobExecutorConfig
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ class BatsimExecutorConfig(JobExecutorConfig):
     (``fcfs``, ``easy``, third-party ones) or a ``Scheduler`` instance.
     ``export_prefix``: prefix of Batsim's output files (``<prefix>_jobs.csv``, ...);
     default ``<work directory>/<run>/out``.
+    ``protocol``: the Batsim protocol generation to speak (:mod:`hpcjobs.batsim_protocol.codecs`):
+    ``"json"`` (Batsim 3-4).
     ``endpoint``: the ZeroMQ endpoint; default an ``ipc://`` socket in a private
     (0700) directory.
     ``close_timeout``: wall-clock seconds ``close()`` lets the simulation run to its
@@ -62,6 +65,7 @@ class BatsimExecutorConfig(JobExecutorConfig):
     scheduler: Union[str, "Scheduler"] = "fcfs"
     export_prefix: Optional[Path] = None
     endpoint: Optional[str] = None
+    protocol: str = "json"
     close_timeout: float = 60.0
 
     def __post_init__(self) -> None:
@@ -99,6 +103,9 @@ class BatsimExecutorConfig(JobExecutorConfig):
                                           or not self.endpoint.startswith(("ipc://", "tcp://"))):
             raise ValueError(f"batsim config 'endpoint' must be an ipc:// or tcp:// address, "
                              f"got {self.endpoint!r}")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"batsim config 'protocol' must be one of {', '.join(PROTOCOLS)}, "
+                             f"got {self.protocol!r}")
         if not isinstance(self.scheduler, str):
             from .schedulers.base import Scheduler
             if not isinstance(self.scheduler, Scheduler):

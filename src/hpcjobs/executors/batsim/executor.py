@@ -19,6 +19,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Union, cast
 
+from ...batsim_protocol.codecs import get_codec
 from ...errors import InvalidJobException, InvalidJobStateError
 from ...executor import JobExecutor, JobExecutorConfig
 from ...job import Job
@@ -31,7 +32,6 @@ from .pacing import Pacer, RealTime, VirtualTime
 from .platform import cores_per_host, write_platform
 from .process import simulator_command
 from .profiles import profile_for
-from .protocol import JsonCodec
 from .schedulers.base import Scheduler
 from .session import Session
 
@@ -173,7 +173,7 @@ class BatsimJobExecutor(JobExecutor):
         jm = JobManager(self._scheduler, _weak_report(self))
         return Session(f"hpcjobs-batsim-{self._instance}-decisions",
                        lambda endpoint: simulator_command(cfg.simulator, platform, prefix, endpoint),
-                       run_dir, cfg.endpoint, jm, pacer, self._cores_per_host(), JsonCodec())
+                       run_dir, cfg.endpoint, jm, pacer, self._cores_per_host(), get_codec(cfg.protocol))
 
     def _wait_condition(self, job: Job, lock: threading.Lock) -> threading.Condition:
         """Virtual time advances only while the client blocks in ``Job.wait()``: the

@@ -30,11 +30,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Optional
 
+from ...batsim_protocol import events as protocol
+from ...batsim_protocol.events import Event
 from ...final_status import Cause
 from ...job import Job
 from ...state import JobState, JobStatus
-from . import protocol
-from .protocol import Event
 from .schedulers.base import (ANNOTATE, CANCEL, DENY, SUCCESS, Scheduler, idset,
                               merge_annotations, ranks_of)
 

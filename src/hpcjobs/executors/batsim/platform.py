@@ -1,5 +1,6 @@
 """SimGrid platforms for the Batsim executor: write one from a host count, read the
-few facts the executor needs (cores per host) from a given one.
+few facts the executor needs (cores per host) from a given one with the protocol
+stack's platform reader (the one the simulator uses: the same master-host rule).
 
 The written platform has the shape of the recorded Batsim runs'
 ``zero_latency_platform.xml`` (fixtures/batsim-4.2.1/inputs): clusters of compute hosts
@@ -13,15 +14,15 @@ digits (``node00``-``node09`` has prefix ``node0``, ``node10``-``node63`` prefix
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Union
 from xml.sax.saxutils import quoteattr
 
-__all__ = ["write_platform", "cores_per_host", "MASTER_HOST"]
+from ...batsim_protocol.errors import InputError
+from ...batsim_protocol.platform import MASTER_HOST_NAME as MASTER_HOST
+from ...batsim_protocol.platform import parse_platform
 
-#: the host Batsim itself runs on (not a compute resource)
-MASTER_HOST = "master_host"
+__all__ = ["write_platform", "cores_per_host"]
 
 
 def _speed(speed: Union[str, float]) -> str:
@@ -64,14 +65,9 @@ def write_platform(path: Path, hosts: int, cores: int, speed: Union[str, float])
 
 def cores_per_host(path: Path) -> int:
     """The smallest core count of the compute hosts of platform file ``path`` (so a
-    job sized by processes fits on any host); 1 when the file does not say."""
-    counts = []
-    for elem in ET.parse(path).iter():
-        if elem.tag not in ("host", "cluster"):
-            continue
-        name = elem.get("id", "") if elem.tag == "host" else elem.get("prefix", "")
-        roles = [p.get("value") for p in elem.findall("prop") if p.get("id") == "role"]
-        if name.startswith(MASTER_HOST) or "master" in roles:
-            continue
-        counts.append(int(elem.get("core", "1")))
-    return min(counts, default=1)
+    job sized by processes fits on any host); ``ValueError`` if the file is unusable."""
+    try:
+        compute = parse_platform(str(path)).compute
+    except InputError as e:
+        raise ValueError(f"batsim config 'platform': {e}") from None
+    return min((host.cores for host in compute), default=1)

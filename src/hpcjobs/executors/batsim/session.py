@@ -4,7 +4,7 @@ The executor creates a session on its first submit. The session binds a REP sock
 (Batsim connects to the decision process and sends first), starts the simulator, and
 runs the decision loop on one named daemon thread:
 
-1. receive Batsim's message (watching the process: if it dies, every live job ends
+1. receive Batsim's message (through :mod:`hpcjobs.batsim_protocol`; watching the process: if it dies, every live job ends
    FAILED with the last lines of its stderr);
 2. wait until its events are due (real-time mode: the wall clock reaches their time);
 3. handle them (:class:`.jobmanager.JobManager`: scheduler decisions, status changes);
@@ -34,22 +34,22 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-import zmq
-
 from ...errors import SubmitException
 from ...final_status import describe_exit
 from ...job import Job
-from . import protocol
+from ...batsim_protocol import events as protocol
+from ...batsim_protocol.codecs import Codec
+from ...batsim_protocol.errors import ProtocolError
+from ...batsim_protocol.events import Event, Message
+from ...batsim_protocol.transports.zeromq import RepEndpoint
 from .jobmanager import JobManager, JobRequest, Record
 from .pacing import ClientState, Pacer, WaitTracker
 from .process import spawn, tail
-from .protocol import Codec, Event, Message
 
 __all__ = ["Session", "SimulatorGone"]
 
 log = logging.getLogger(__name__)
 
-_POLL_MS = 200  # how often a wait for Batsim checks that the process is alive
 #: decisions Batsim answers later (an acknowledgement, a completion, JOB_KILLED)
 _WAKING = ("REGISTER_JOB", "EXECUTE_JOB", "KILL_JOB")
 
@@ -68,7 +68,6 @@ class Session:
         self.jm = jm
         self._pacer = pacer
         self._cores = cores
-        self._codec = codec
         self._lock = threading.Lock()
         self._pace = threading.Condition(threading.Lock())
         self._client = ClientState()
@@ -90,11 +89,12 @@ class Session:
             endpoint = f"ipc://{self._sock_dir}/decision.sock"
         self.endpoint = endpoint
         self.stderr_path = run_dir / "simulator.stderr"
-        self._ctx = zmq.Context()
-        self._sock = self._ctx.socket(zmq.REP)
-        self._sock.setsockopt(zmq.LINGER, 0)
         try:
-            self._sock.bind(endpoint)
+            self._channel = RepEndpoint(endpoint, codec)
+        except BaseException:
+            self._remove_sock_dir()
+            raise
+        try:
             argv = command(endpoint)
             self.process = spawn(argv, run_dir, self.stderr_path)
         except BaseException:
@@ -348,16 +348,17 @@ class Session:
 
     # -- I/O ---------------------------------------------------------------------------
     def _recv(self) -> Message:
-        while not self._sock.poll(_POLL_MS):
-            if self.process.poll() is not None:
-                raise SimulatorGone(self._death())
         try:
-            return self._codec.decode(self._sock.recv())
-        except protocol.ProtocolError as e:
-            raise SimulatorGone(str(e)) from None
+            return self._channel.receive(self._check_alive)
+        except ProtocolError as e:
+            raise SimulatorGone(f"the simulator broke the protocol: {e}") from None
+
+    def _check_alive(self) -> None:
+        if self.process.poll() is not None:
+            raise SimulatorGone(self._death())
 
     def _send(self, msg: Message) -> None:
-        self._sock.send(self._codec.encode(msg))
+        self._channel.send(msg)
 
     def _death(self) -> str:
         code = self.process.poll()
@@ -379,7 +380,9 @@ class Session:
             self._pace.notify_all()
 
     def _cleanup(self) -> None:
-        self._sock.close(linger=0)
-        self._ctx.term()
+        self._channel.close()
+        self._remove_sock_dir()
+
+    def _remove_sock_dir(self) -> None:
         if self._sock_dir is not None:
             shutil.rmtree(self._sock_dir, ignore_errors=True)

@@ -42,7 +42,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ....sim import intervals
+from ....batsim_protocol import intervals
 
 __all__ = ["Scheduler", "QueueScheduler", "Pending", "Running", "SUCCESS", "ANNOTATE", "DENY",
            "CANCEL", "make_R", "ranks_of", "idset", "parse_idset", "jobspec_nodes",

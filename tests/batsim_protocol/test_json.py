@@ -1,6 +1,7 @@
-"""The decision-process side of the protocol against the recorded real Batsim 4.2.1 run
-with dynamic jobs (fixtures/batsim-4.2.1/dynack): our codec reads every message Batsim
-sent, and our event builders produce exactly the decisions that run sent."""
+"""The JSON protocol against the recorded real Batsim 4.2.1 run with dynamic jobs
+(fixtures/batsim-4.2.1/dynack): our codec reads every message Batsim sent, our event
+builders produce exactly the decisions that run sent, and a broken message is refused
+naming the offending field."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from typing import Any
 
 import pytest
 
-from hpcjobs.executors.batsim import protocol
+from hpcjobs.batsim_protocol import events as protocol
+from hpcjobs.batsim_protocol.codecs import get_codec
+from hpcjobs.batsim_protocol.errors import ProtocolError
+from hpcjobs.batsim_protocol.transports import Decoder
 
 TRACE = Path(__file__).resolve().parents[1] / "fixtures" / "batsim-4.2.1" / "dynack/trace.jsonl"
 
@@ -23,7 +27,7 @@ def trace() -> list[dict[str, Any]]:
 
 
 def test_codec_reads_every_batsim_message(trace: list[dict[str, Any]]) -> None:
-    codec = protocol.JsonCodec()
+    codec = get_codec("json")
     for entry in trace:
         raw = json.dumps(entry["msg"]).encode()
         msg = codec.decode(raw)
@@ -57,12 +61,31 @@ def test_builders_match_the_recorded_decisions(trace: list[dict[str, Any]]) -> N
         assert ours["data"]["job"]["subtime"] == e["timestamp"]  # Batsim requires subtime
 
 
-@pytest.mark.parametrize("raw, match", [
-    (b"not json", "invalid JSON"),
-    (b'{"now": 1}', "without 'events'"),
-    (b'{"now": "x", "events": []}', "numeric 'now'"),
-    (b'{"now": 1, "events": [{"type": "X"}]}', "malformed event"),
+@pytest.mark.parametrize("raw, field, match", [
+    (b"not json", "message", "invalid JSON"),
+    (b'{"now": 1, "events": ["\xff"]}', "message", "not UTF-8 at byte 23"),
+    (b"[]", "message", "not a JSON object"),
+    (b'{"now": 1}', "events", "'events' is missing or not an array"),
+    (b'{"now": "x", "events": []}', "now", "'now' is missing or not a number"),
+    (b'{"now": NaN, "events": []}', "now", "'now' is missing or not a number"),
+    (b'{"now": 1, "events": [{"type": "X"}]}', "events[0].timestamp", "'timestamp' is missing"),
+    (b'{"now": 1, "events": [{"timestamp": 1, "type": 3, "data": {}}]}', "events[0].type", "'type'"),
+    (b'{"now": 1, "events": [{"timestamp": 1, "type": "X", "data": []}]}', "events[0].data", "'data'"),
 ])
-def test_codec_refuses_broken_messages(raw: bytes, match: str) -> None:
-    with pytest.raises(protocol.ProtocolError, match=match):
-        protocol.JsonCodec().decode(raw)
+def test_codec_refuses_broken_messages(raw: bytes, field: str, match: str) -> None:
+    decoder = Decoder(get_codec("json"))
+    decoder.decode(b'{"now": 0, "events": []}')
+    with pytest.raises(ProtocolError, match=match) as caught:
+        decoder.decode(raw)
+    assert caught.value.field == field
+    assert str(caught.value).startswith("JSON protocol, message 2, ") and field in str(caught.value)
+
+
+def test_codec_refuses_to_send_nan() -> None:
+    with pytest.raises(ProtocolError, match="cannot encode"):
+        get_codec("json").encode(protocol.Message(float("nan"), []))
+
+
+def test_unknown_protocol_is_refused_by_name() -> None:
+    with pytest.raises(Exception, match="unknown Batsim protocol 'smoke-signals'"):
+        get_codec("smoke-signals")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .errors import ProtocolViolation
+from .errors import ProtocolError
 
 
 def parse(text: str, what: str = "interval set", limit: int | None = None) -> list[int]:
@@ -19,20 +19,20 @@ def parse(text: str, what: str = "interval set", limit: int | None = None) -> li
             continue
         lo, sep, hi = part.partition("-")
         if not (sep and lo.isascii() and lo.isdigit() and hi.isascii() and hi.isdigit()):
-            raise ProtocolViolation(f"invalid {what} {text!r}: {part!r} is not an integer or a range a-b")
+            raise ProtocolError(f"invalid {what} {text!r}: {part!r} is not an integer or a range a-b")
         first, last = int(lo), int(hi)
         if last < first:
-            raise ProtocolViolation(f"invalid {what} {text!r}: bad range {part!r}")
+            raise ProtocolError(f"invalid {what} {text!r}: bad range {part!r}")
         _check_limit(what, first, last, limit)
         ids.update(range(first, last + 1))
     if not ids:
-        raise ProtocolViolation(f"invalid {what} {text!r}: empty")
+        raise ProtocolError(f"invalid {what} {text!r}: empty")
     return sorted(ids)
 
 
 def _check_limit(what: str, first: int, last: int, limit: int | None) -> None:
     if limit is not None and last >= limit:
-        raise ProtocolViolation(f"{what}: resource {max(first, limit)} does not exist "
+        raise ProtocolError(f"{what}: resource {max(first, limit)} does not exist "
                                 f"(the platform has compute resources 0-{limit - 1})")
 
 

@@ -1,0 +1,62 @@
+"""Batsim 3-4's JSON protocol (spec/batsim-protocol-json.txt): the message object
+``{"now": t, "events": [...]}`` as UTF-8 JSON, events as :mod:`..events` has them."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from ..errors import ProtocolError
+from ..events import Message
+
+__all__ = ["Codec"]
+
+_isfinite = math.isfinite
+
+
+class Codec:
+    """Batsim's JSON protocol (the one Batsim 4 speaks over ZeroMQ)."""
+
+    name = "JSON"
+
+    def __init__(self) -> None:
+        # NaN and Infinity are not JSON: refuse to send them
+        self._encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False,
+                                         allow_nan=False)
+
+    def encode(self, message: Message) -> bytes:
+        try:
+            return self._encoder.encode({"now": message.now, "events": message.events}).encode()
+        except ValueError as e:
+            raise ProtocolError(f"cannot encode the message: {e}") from None
+
+    def decode(self, raw: bytes) -> Message:
+        try:
+            msg = json.loads(raw)
+        except UnicodeDecodeError as e:
+            raise ProtocolError(f"not UTF-8 at byte {e.start}", "message") from None
+        except ValueError as e:
+            raise ProtocolError(f"invalid JSON: {e}", "message") from None
+        if not isinstance(msg, dict):
+            raise ProtocolError("the message is not a JSON object", "message")
+        now = msg.get("now")
+        events = msg.get("events")
+        # json accepts NaN and Infinity; a clock cannot be either
+        if isinstance(now, bool) or not isinstance(now, (int, float)) or not _isfinite(now):
+            raise ProtocolError(f"'now' is missing or not a number ({now!r})", "now")
+        if not isinstance(events, list):
+            raise ProtocolError(f"'events' is missing or not an array ({events!r})"[:300], "events")
+        for index, event in enumerate(events):
+            if type(event) is not dict:
+                raise ProtocolError(f"event #{index} is not an object", f"events[{index}]")
+            stamp = event.get("timestamp")
+            if isinstance(stamp, bool) or not isinstance(stamp, (int, float)) or not _isfinite(stamp):
+                raise ProtocolError(f"event #{index}: 'timestamp' is missing or not a number",
+                                    f"events[{index}].timestamp")
+            if not isinstance(event.get("type"), str):
+                raise ProtocolError(f"event #{index}: 'type' is missing or not a string",
+                                    f"events[{index}].type")
+            if not isinstance(event.get("data"), dict):
+                raise ProtocolError(f"event #{index} ({event['type']}): 'data' is missing or not an object",
+                                    f"events[{index}].data")
+        return Message(float(now), events)

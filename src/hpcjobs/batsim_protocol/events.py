@@ -1,0 +1,112 @@
+"""Protocol messages and events, independent of any wire format.
+
+A message is the sender's clock (``now``) and its events in time order. An event is
+the dict the JSON protocol (spec/batsim-protocol-json.txt) carries —
+``{"timestamp": t, "type": "EXECUTE_JOB", "data": {...}}`` — whatever the wire: each
+codec translates its own generation's encoding to and from these dicts, so the two
+ends never see a wire format. :data:`EVENTS` is the one definition of every event
+type: who sends it and how each protocol generation names it (``None``: that
+generation does not have it, and its codec refuses it by name).
+
+The builders below make the events in the shapes the recorded Batsim 4.2.1 runs accept
+(fixtures/batsim-4.2.1/dynack: ``subtime`` is required in REGISTER_JOB though the
+protocol page omits it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Optional
+
+__all__ = ["Event", "Message", "EventType", "EVENTS", "BATSIM", "DECISION",
+           "notify",
+           "register_profile", "register_job", "execute_job", "kill_jobs", "reject_job",
+           "call_me_later"]
+
+Event = dict[str, Any]
+
+#: senders
+BATSIM = "batsim"
+DECISION = "decision process"
+
+
+class Message(NamedTuple):
+    """One protocol message: the sender's clock and its events, in time order."""
+
+    now: float
+    events: list[Event]
+
+
+class EventType(NamedTuple):
+    """One event type and its name in each generation (None: it lacks the event)."""
+
+    name: str  # the JSON protocol's name, the one both ends use
+    sender: str  # BATSIM, DECISION, or both ("")
+    legacy: Optional[str]  # the stamp of the legacy text protocol (Batsim < 1.0)
+    batprotocol: Optional[str]  # the Event union member of batprotocol (Batsim 5)
+
+
+EVENTS: dict[str, EventType] = {e.name: e for e in (
+    EventType("SIMULATION_BEGINS", BATSIM, "A", "SimulationBeginsEvent"),
+    EventType("SIMULATION_ENDS", BATSIM, "Z", "SimulationEndsEvent"),
+    EventType("JOB_SUBMITTED", BATSIM, "S", "JobSubmittedEvent"),
+    EventType("JOB_COMPLETED", BATSIM, "C", "JobCompletedEvent"),
+    EventType("JOB_KILLED", BATSIM, None, "JobsKilledEvent"),
+    EventType("REQUESTED_CALL", BATSIM, "N", "RequestedCallEvent"),
+    EventType("RESOURCE_STATE_CHANGED", BATSIM, "p", None),
+    EventType("ANSWER", BATSIM, "e", None),
+    EventType("NOTIFY", "", None, "FinishRegistrationEvent"),
+    EventType("EXECUTE_JOB", DECISION, "J", "ExecuteJobEvent"),
+    EventType("REJECT_JOB", DECISION, "R", "RejectJobEvent"),
+    EventType("KILL_JOB", DECISION, None, "KillJobsEvent"),
+    EventType("CALL_ME_LATER", DECISION, "n", "CallMeLaterEvent"),
+    EventType("REGISTER_JOB", DECISION, None, "RegisterJobEvent"),
+    EventType("REGISTER_PROFILE", DECISION, None, "RegisterProfileEvent"),
+    EventType("SET_RESOURCE_STATE", DECISION, "P", None),
+    EventType("QUERY", DECISION, "E", None),
+    EventType("CHANGE_JOB_STATE", DECISION, None, None),
+    EventType("TO_JOB_MSG", DECISION, None, None),
+    EventType("FROM_JOB_MSG", BATSIM, None, None),
+)}
+
+
+def _event(t: float, kind: str, data: dict[str, Any]) -> Event:
+    return {"timestamp": t, "type": kind, "data": data}
+
+
+# -- either side ---------------------------------------------------------------------
+def notify(t: float, kind: str) -> Event:
+    """NOTIFY ``kind`` (``registration_finished``, ``continue_registration``, ...)."""
+    return _event(t, "NOTIFY", {"type": kind})
+
+
+# -- decision process -> Batsim ------------------------------------------------------
+def register_profile(t: float, workload: str, name: str, profile: dict[str, Any]) -> Event:
+    """REGISTER_PROFILE: ``profile`` becomes ``workload``'s profile ``name``."""
+    return _event(t, "REGISTER_PROFILE",
+                  {"workload_name": workload, "profile_name": name, "profile": profile})
+
+
+def register_job(t: float, job_id: str, res: int, profile: str, walltime: float) -> Event:
+    """REGISTER_JOB submitted at ``t`` (Batsim wants ``subtime`` in the job object)."""
+    job = {"id": job_id, "subtime": t, "res": res, "profile": profile, "walltime": walltime}
+    return _event(t, "REGISTER_JOB", {"job_id": job_id, "job": job})
+
+
+def execute_job(t: float, job_id: str, alloc: str) -> Event:
+    """EXECUTE_JOB on the interval set ``alloc`` (``"0-3 7"``)."""
+    return _event(t, "EXECUTE_JOB", {"job_id": job_id, "alloc": alloc})
+
+
+def kill_jobs(t: float, job_ids: list[str]) -> Event:
+    """KILL_JOB of running jobs (acknowledged by one JOB_KILLED)."""
+    return _event(t, "KILL_JOB", {"job_ids": job_ids})
+
+
+def reject_job(t: float, job_id: str) -> Event:
+    """REJECT_JOB of a submitted job that never ran."""
+    return _event(t, "REJECT_JOB", {"job_id": job_id})
+
+
+def call_me_later(t: float, when: float) -> Event:
+    """CALL_ME_LATER: Batsim sends REQUESTED_CALL at ``when``."""
+    return _event(t, "CALL_ME_LATER", {"timestamp": when})

@@ -1,0 +1,110 @@
+"""ZeroMQ REQ/REP (Batsim 2-5): Batsim connects a REQ socket to the decision process's
+REP socket (``ipc://`` or ``tcp://``) and sends first.
+
+The Batsim end never waits forever: a monitor socket notices when the decision process
+disconnects, and an optional timeout bounds each reply.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
+from ..codecs import Codec
+from ..errors import PeerGone
+from ..events import Message
+from . import Decoder
+
+__all__ = ["ReqChannel", "RepEndpoint"]
+
+_SLICE_MS = 200  # how often a long wait looks at the connection (monitor / liveness)
+
+
+class ReqChannel:
+    """Batsim's end: a REQ socket plus a monitor that notices when the peer goes away."""
+
+    def __init__(self, endpoint: str, codec: Codec, timeout: float) -> None:
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self.waited = 0.0
+        self._encode = codec.encode
+        self._decoder = Decoder(codec)
+        self._ctx = zmq.Context()
+        self._sock = self._ctx.socket(zmq.REQ)
+        self._sock.setsockopt(zmq.LINGER, 0)
+        self._monitor = self._sock.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
+        self._connected = False
+        self._slice_ms = -1
+        try:
+            self._sock.connect(endpoint)
+        except zmq.ZMQError as exc:
+            self.close()
+            raise PeerGone(f"cannot connect to the decision process at {endpoint!r}: {exc}") from None
+
+    def exchange(self, message: Message) -> Message:
+        sock = self._sock
+        sock.send(self._encode(message))
+        start = time.monotonic()
+        while True:
+            # a receive timeout rather than poll(): one call per reply on the fast path
+            slice_ms = _SLICE_MS if self._connected else 50
+            if slice_ms != self._slice_ms:
+                sock.setsockopt(zmq.RCVTIMEO, slice_ms)
+                self._slice_ms = slice_ms
+            try:
+                raw = sock.recv()
+                break
+            except zmq.Again:
+                self._check_monitor()
+                if self.timeout and time.monotonic() - start > self.timeout:
+                    raise PeerGone(f"no reply from the decision process at {self.endpoint!r} within "
+                                   f"{self.timeout:g} s (see --timeout)") from None
+        self.waited += time.monotonic() - start
+        return self._decoder.decode(raw)
+
+    def _check_monitor(self) -> None:
+        while self._monitor.poll(0):
+            event = recv_monitor_message(self._monitor)
+            if event["event"] == zmq.EVENT_CONNECTED:
+                self._connected = True
+            elif event["event"] == zmq.EVENT_DISCONNECTED and self._connected:
+                raise PeerGone(f"the decision process at {self.endpoint!r} closed the connection "
+                               "while Batsim was waiting for its reply")
+
+    def close(self) -> None:
+        self._sock.disable_monitor()
+        self._monitor.close(linger=0)
+        self._sock.close(linger=0)
+        self._ctx.term()
+
+
+class RepEndpoint:
+    """The decision process's end: a REP socket bound to ``endpoint``."""
+
+    def __init__(self, endpoint: str, codec: Codec) -> None:
+        self.endpoint = endpoint
+        self._encode = codec.encode
+        self._decoder = Decoder(codec)
+        self._ctx = zmq.Context()
+        self._sock = self._ctx.socket(zmq.REP)
+        self._sock.setsockopt(zmq.LINGER, 0)
+        try:
+            self._sock.bind(endpoint)
+        except BaseException:
+            self.close()
+            raise
+
+    def receive(self, alive: Callable[[], None]) -> Message:
+        while not self._sock.poll(_SLICE_MS):
+            alive()
+        return self._decoder.decode(self._sock.recv())
+
+    def send(self, message: Message) -> None:
+        self._sock.send(self._encode(message))
+
+    def close(self) -> None:
+        self._sock.close(linger=0)
+        self._ctx.term()
