@@ -9,8 +9,8 @@ signal handlers, sockets or plugin imports.
 import logging as _logging
 
 from .attributes import JobAttributes
-from .errors import (InvalidJobException, InvalidJobStateError, InvalidStateException,
-                     SubmitException, WaitFromCallbackError)
+from .errors import (BulkSubmitException, InvalidJobException, InvalidJobStateError,
+                     InvalidStateException, SubmitException, WaitFromCallbackError)
 from .executor import JobExecutor, JobExecutorConfig
 from .job import Job, JobStatusCallback
 from .resources import ResourceSpec, ResourceSpecV1
@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Job", "JobSpec", "JobAttributes", "ResourceSpec", "ResourceSpecV1",
     "JobState", "JobStatus", "JobStatusCallback", "JobExecutor", "JobExecutorConfig",
-    "InvalidJobException", "SubmitException", "InvalidJobStateError",
+    "InvalidJobException", "SubmitException", "BulkSubmitException", "InvalidJobStateError",
     "InvalidStateException", "WaitFromCallbackError", "Launcher",
 ]
 

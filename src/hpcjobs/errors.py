@@ -9,11 +9,15 @@ errors are plain ``TypeError``s naming the field.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from .job import Job
 
 __all__ = [
     "InvalidJobException",
     "SubmitException",
+    "BulkSubmitException",
     "InvalidJobStateError",
     "InvalidStateException",
     "WaitFromCallbackError",
@@ -67,6 +71,21 @@ class SubmitException(_PSIJError):
     def is_transient(self) -> bool:
         """True if retrying later may succeed."""
         return self.transient
+
+
+class BulkSubmitException(SubmitException):
+    """``submit_many`` could not submit some of its jobs (the others were submitted).
+
+    ``failures`` pairs each job that was not submitted (it is NEW again and may be
+    resubmitted) with the reason, e.g. the scheduler's refusal of the array it was in.
+    """
+
+    def __init__(self, failures: list[tuple[Job, SubmitException]], total: int) -> None:
+        first = failures[0][1]
+        super().__init__(f"{len(failures)} of {total} jobs were not submitted "
+                         f"(first: {first.get_message()})", first,
+                         transient=all(e.transient for _, e in failures))
+        self.failures = failures
 
 
 class InvalidJobStateError(_PSIJError):

@@ -18,10 +18,12 @@ import weakref
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, List, Mapping, Optional, Union
+from typing import (TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, List, Mapping, Optional,
+                    Union)
 
 from . import plugins
-from .errors import (ExecutorNotFoundError, InvalidJobException, InvalidJobStateError)
+from .errors import (BulkSubmitException, ExecutorNotFoundError, InvalidJobException,
+                     InvalidJobStateError, SubmitException)
 from .job import Job, StatusCallback, as_function
 from .dispatch import CallbackDispatcher
 from .spec import JobSpec
@@ -145,6 +147,21 @@ class JobExecutor(ABC):
         """Send ``job`` to the backend. On return the job is QUEUED (or later) and has
         its native id. Raises InvalidJobException (bad spec, nothing submitted),
         SubmitException (backend trouble), InvalidJobStateError (not a NEW job)."""
+
+    def submit_many(self, jobs: Iterable[Job]) -> None:
+        """Submit several jobs; a backend may send them together (the batch schedulers
+        make arrays of them, docs/arrays.md). On return every job is QUEUED (or later),
+        or :class:`BulkSubmitException` pairs each job that was not submitted with the
+        reason (those jobs are NEW again). This default submits them one by one."""
+        jobs = list(jobs)
+        failures: list[tuple[Job, SubmitException]] = []
+        for job in jobs:
+            try:
+                self.submit(job)
+            except SubmitException as e:
+                failures.append((job, e))
+        if failures:
+            raise BulkSubmitException(failures, len(jobs))
 
     @abstractmethod
     def cancel(self, job: Job) -> None:
