@@ -31,13 +31,14 @@ import logging
 import os
 import threading
 import time
+import uuid
 import weakref
 from abc import abstractmethod
 from pathlib import Path
-from typing import Any, ClassVar, List, Mapping, Optional, Sequence, Union
+from typing import Any, ClassVar, Hashable, Iterable, List, Mapping, Optional, Sequence, Union
 
 from ... import external
-from ...errors import CommandError, SubmitException
+from ...errors import BulkSubmitException, CommandError, SubmitException
 from ...executor import JobExecutor, JobExecutorConfig
 from ...job import Job
 from ...launchers.base import job_argv
@@ -45,7 +46,9 @@ from ...threads import PeriodicTask
 from ...spec import JobSpec
 from ...state import JobState, JobStatus
 from ...final_status import describe_exit, needs_cause
-from .jobdir import ExitRecord, JobDir
+from . import arrays
+from .arrays import BurstCollector, Staged, chunks
+from .jobdir import SCRIPT, ExitRecord, JobDir
 from .native import NativeStatus
 from .script import Expandable, render
 
@@ -64,6 +67,9 @@ class BatchConfig(JobExecutorConfig):
     (attached, submitted by other means): the scheduler is then its only witness.
     ``command_timeout``: seconds any scheduler command may take.
     ``query_chunk_size``: job ids per status command (ARG_MAX, scheduler RPC size).
+    ``burst_window``: seconds a burst of concurrent submits stays open to share one
+    scheduler array (arrays.py; 0: every ``submit()`` goes alone).
+    ``max_array_size``: the most tasks per array (0: the scheduler's own limit).
     """
 
     file_poll_interval: float = 0.25
@@ -72,6 +78,8 @@ class BatchConfig(JobExecutorConfig):
     blind_query_interval: float = 15.0
     command_timeout: float = 30.0
     query_chunk_size: int = 500
+    burst_window: float = 0.005
+    max_array_size: int = 0
 
 
 class _Tracked:
@@ -116,6 +124,8 @@ class BatchSchedulerExecutor(JobExecutor):
         self._accounting: Optional[bool] = None  # None: not probed yet
         self._monitor = PeriodicTask(f"hpcjobs-{self.name}-{self._instance}-monitor", self._tick)
         self._monitor_finalizer = weakref.finalize(self, self._monitor.stop, False)
+        self._bursts = (BurstCollector(self.config.burst_window, self._send)
+                        if self.config.burst_window > 0 else None)
 
     # ===================================================================== backend hooks
     @abstractmethod
@@ -177,24 +187,172 @@ class BatchSchedulerExecutor(JobExecutor):
     def _check_native_id(self, native_id: str) -> None:
         """Raise InvalidJobException if ``native_id`` cannot be an id of this scheduler."""
 
+    # -- job arrays (arrays.py): a backend without them leaves these alone -----------------
+    #: the environment variables holding an array task's array id and index
+    array_variables: ClassVar[Optional[tuple[str, str]]] = None
+    #: directives in which the tasks of one array may differ (the array takes the
+    #: first task's)
+    per_job_directives: ClassVar[tuple[str, ...]] = ()
+
+    def _array_submit_command(self, array_dir: JobDir, count: int) -> list[str]:
+        """The command that submits ``array_dir.script`` as an array of ``count`` tasks
+        (indices 0 to count-1), each writing its scheduler output to
+        ``array_dir/<index>/<BATCH_OUT>``."""
+        raise NotImplementedError
+
+    def _array_task_id(self, array_id: str, index: int) -> str:
+        """The native id of task ``index`` of the array ``array_id``."""
+        raise NotImplementedError
+
+    def _array_parts(self, native_id: str) -> Optional[tuple[str, int]]:
+        """(array id, index) if ``native_id`` names an array task, else None."""
+        return None
+
+    def _max_array_size(self) -> int:
+        """The most tasks the scheduler takes in one array."""
+        return 1
+
     # ===================================================================== the API
     def submit(self, job: Job) -> None:
+        staged = self._stage(job)
+        self._submit_staged([staged])
+        if staged.error is not None:
+            raise staged.error
+
+    def submit_many(self, jobs: Iterable[Job]) -> None:
+        """Submit ``jobs`` in one round: those that share a shape go out as scheduler
+        arrays (docs/arrays.md). Every job is checked first: an invalid one raises
+        InvalidJobException with nothing submitted. On return every job is QUEUED, or
+        :class:`BulkSubmitException` lists the ones the scheduler refused (those are NEW
+        again and may be resubmitted)."""
+        staged: list[Staged] = []
+        try:
+            for job in jobs:
+                staged.append(self._stage(job))
+        except BaseException:
+            for item in staged:
+                self._release(item)
+            raise
+        self._submit_staged(staged)
+        failures = [(item.job, item.error) for item in staged if item.error is not None]
+        if failures:
+            raise BulkSubmitException(failures, len(staged))
+
+    def _stage(self, job: Job) -> Staged:
+        """Check and claim ``job``, write its directory and script."""
         with self._submission(job) as spec:
             job_dir = JobDir.create(self.work_directory, job.id)
             try:
-                job_dir.write_script(self._render(spec, job_dir))
-                native_id = self._run_submit(job_dir)
+                directives = self._directives(spec, job_dir)
+                job_dir.write_script(self._render(spec, job_dir, directives))
             except BaseException:
                 job_dir.remove()
                 raise
-            job._bind(self, native_id)
-            tracked = _Tracked(native_id, job, job_dir)
-            tracked.unlinked = True  # the monitor links the id to the directory, off this path
-            with self._lock:
-                self._tracked[native_id] = tracked
-        log.info("job %s submitted to %s as %s", job.id, self.name, native_id)
-        self._set_job_status(job, JobStatus(JobState.QUEUED))
+        shape = None
+        if self.array_variables is not None:
+            shape = arrays.shape(directives, self.per_job_directives)
+        return Staged(job, spec, job_dir, directives, shape)
+
+    def _submit_staged(self, items: Sequence[Staged]) -> None:
+        if self._bursts is None:
+            self._send(list(items))
+            return
+        try:
+            self._bursts.submit(items)
+        finally:
+            for item in items:
+                if item.withdrawn:
+                    self._release(item)
+
+    def _send(self, batch: list[Staged]) -> None:
+        """Submit a round: one array per shape (split at the size limit), the rest alone."""
+        groups: dict[Hashable, list[Staged]] = {}
+        for item in batch:
+            groups.setdefault(item.shape if item.shape is not None else id(item), []).append(item)
+        limit = 0
+        try:
+            for members in groups.values():
+                if len(members) > 1 and not limit:
+                    limit = self._array_limit()
+                for part in chunks(members, limit or 1):
+                    if len(part) == 1:
+                        self._send_alone(part[0])
+                    else:
+                        self._send_array(part)
+        finally:  # (an interruption) never leave an item unanswered
+            for item in batch:
+                if not item.done:
+                    self._reject(item, SubmitException(f"job {item.job.id} was not submitted"))
         self._query_soon(self.config.min_query_interval)
+
+    def _send_alone(self, item: Staged) -> None:
+        try:
+            native_id = self._run_submit(item.job_dir, self._submit_command(item.job_dir))
+        except Exception as e:
+            self._reject(item, _submit_error(self.name, e))
+            return
+        log.info("job %s submitted to %s as %s", item.job.id, self.name, native_id)
+        self._accept(item, native_id, linked=False)
+
+    def _send_array(self, items: Sequence[Staged]) -> None:
+        """One array for ``items``: a dispatcher script runs task i's own job script
+        from its own directory (reached through the link ``<array dir>/<i>``)."""
+        assert self.array_variables is not None
+        array_dir = JobDir.create(self.work_directory, f"array-{uuid.uuid4().hex}")
+        try:
+            for i, item in enumerate(items):
+                os.symlink(os.path.join("..", item.job_dir.path.name), array_dir.path / str(i))
+            id_variable, index_variable = self.array_variables
+            dispatch = {"tasks": str(array_dir.path), "ids": str(array_dir.path.parent / "ids"),
+                        "array_dir": os.path.join("..", array_dir.path.name),
+                        "id_variable": id_variable, "index_variable": index_variable,
+                        "script": SCRIPT}
+            array_dir.write_script(render(self.template, {**items[0].directives,
+                                                          "dispatch": dispatch}))
+            array_id = self._run_submit(array_dir,
+                                        self._array_submit_command(array_dir, len(items)))
+        except BaseException as e:
+            array_dir.remove()
+            for item in items:  # (an interruption: the round's finally answers them)
+                if isinstance(e, Exception):
+                    self._reject(item, _submit_error(self.name, e))
+            if not isinstance(e, Exception):
+                raise
+            return
+        # the tasks' directories are found through this one link (and the dispatcher
+        # makes it too, should this process die right now)
+        self._link_dir(array_dir, array_id)
+        log.info("%d jobs submitted to %s as array %s", len(items), self.name, array_id)
+        for i, item in enumerate(items):
+            self._accept(item, self._array_task_id(array_id, i), linked=True)
+
+    def _array_limit(self) -> int:
+        scheduler = self._max_array_size()
+        configured = self.config.max_array_size
+        return min(scheduler, configured) if configured > 0 else scheduler
+
+    def _accept(self, item: Staged, native_id: str, linked: bool) -> None:
+        """``item`` was submitted as ``native_id``: the job is QUEUED and followed."""
+        job = item.job
+        job._bind(self, native_id)
+        tracked = _Tracked(native_id, job, item.job_dir)
+        tracked.unlinked = not linked  # the monitor links the id to the directory, off this path
+        with self._lock:
+            self._tracked[native_id] = tracked
+        item.native_id = native_id
+        self._set_job_status(job, JobStatus(JobState.QUEUED))
+        item.done = True
+
+    def _reject(self, item: Staged, error: SubmitException) -> None:
+        self._release(item)
+        item.error = error
+        item.done = True
+
+    @staticmethod
+    def _release(item: Staged) -> None:
+        """Undo the staging of a job that was not submitted: it is NEW and unbound."""
+        item.job_dir.remove()
+        item.job._executor = None
 
     def cancel(self, job: Job) -> None:
         native_id = job.native_id
@@ -228,7 +386,7 @@ class BatchSchedulerExecutor(JobExecutor):
                 self._set_job_status(job, JobStatus(current.state, current.time,
                                                     metadata=current.metadata))
             return
-        job_dir = JobDir.find(self.work_directory, native_id)
+        job_dir = self._find_job_dir(native_id)
         log.info("job %s attached to %s job %s (%s)", job.id, self.name, native_id,
                  f"job files in {job_dir.path}" if job_dir else "no job files")
         with self._lock:
@@ -241,10 +399,19 @@ class BatchSchedulerExecutor(JobExecutor):
         inspection and golden-file tests); InvalidJobException like ``submit``."""
         spec.validate()
         self._validate(spec)
-        return self._render(spec, JobDir(job_dir))
+        job_dir_ = JobDir(job_dir)
+        return self._render(spec, job_dir_, self._directives(spec, job_dir_))
 
-    def _render(self, spec: JobSpec, job_dir: JobDir) -> str:
-        return render(self.template, {**self._directives(spec, job_dir), **self._body(spec, job_dir)})
+    def _render(self, spec: JobSpec, job_dir: JobDir, directives: dict[str, Any]) -> str:
+        return render(self.template, {**directives, **self._body(spec, job_dir)})
+
+    def _find_job_dir(self, native_id: str) -> Optional[JobDir]:
+        """The job directory of ``native_id`` (an array task's through its array's)."""
+        job_dir = JobDir.find(self.work_directory, native_id)
+        parts = self._array_parts(native_id) if job_dir is None else None
+        if parts is not None:
+            job_dir = JobDir.find(self.work_directory, os.path.join(parts[0], str(parts[1])))
+        return job_dir
 
     def _body(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
         """The template context of the shared script body (batch/batch_body.mustache)."""
@@ -261,6 +428,7 @@ class BatchSchedulerExecutor(JobExecutor):
             "stdin": _stream(spec.stdin_path),
             "stdout": _stream(spec.stdout_path),
             "stderr": _stream(spec.stderr_path),
+            "dispatch": None,  # (an array's dispatcher script, see _send_array)
         }
 
     def _submitted_anyway(self, job_dir: JobDir, error: CommandError) -> Optional[str]:
@@ -269,9 +437,9 @@ class BatchSchedulerExecutor(JobExecutor):
         except ValueError:
             return self._find_submitted(job_dir)
 
-    def _run_submit(self, job_dir: JobDir) -> str:
+    def _run_submit(self, job_dir: JobDir, argv: List[str]) -> str:
         try:
-            result = external.run(self._submit_command(job_dir), timeout=self.config.command_timeout)
+            result = external.run(argv, timeout=self.config.command_timeout)
         except CommandError as e:
             # a submit command that timed out may have submitted the job all the same:
             # never leave it running unknown to us
@@ -334,12 +502,15 @@ class BatchSchedulerExecutor(JobExecutor):
     def _link(self, t: _Tracked) -> None:
         """Record which directory the job ``t`` has (for attach from other processes)."""
         assert t.job_dir is not None
-        try:
-            t.job_dir.link(t.native_id)
-        except OSError as e:
-            log.warning("%s job %s: cannot link its id to %s: %s", self.name, t.native_id,
-                        t.job_dir.path, e)
+        self._link_dir(t.job_dir, t.native_id)
         t.unlinked = False
+
+    def _link_dir(self, job_dir: JobDir, native_id: str) -> None:
+        try:
+            job_dir.link(native_id)
+        except OSError as e:
+            log.warning("%s job %s: cannot link its id to %s: %s", self.name, native_id,
+                        job_dir.path, e)
 
     def _check_files(self, t: _Tracked) -> bool:
         """Look at the job's files; True if that ended the job."""
@@ -375,7 +546,7 @@ class BatchSchedulerExecutor(JobExecutor):
         with self._lock:
             blind = [t for t in self._tracked.values() if t.job_dir is None]
         for t in blind:  # its submitter may have linked the job's files since
-            t.job_dir = JobDir.find(self.work_directory, t.native_id)
+            t.job_dir = self._find_job_dir(t.native_id)
             if t.job_dir is not None:
                 self._check_files(t)
         with self._lock:
@@ -566,6 +737,13 @@ def _explain(t: _Tracked, status: JobStatus) -> JobStatus:
         status.message = (f"{status.message} (the shell's status for a command {why}: is "
                           f"{spec.executable!r} there on the compute node?)")
     return status
+
+
+def _submit_error(scheduler: str, error: Exception) -> SubmitException:
+    """What the callers of a failed submission raise (the scheduler's message)."""
+    if isinstance(error, SubmitException):
+        return error
+    return SubmitException(f"{scheduler}: the submission failed: {error!r}", error)
 
 
 def _stream(path: Optional[Path]) -> Optional[str]:

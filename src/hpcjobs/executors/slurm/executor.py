@@ -25,6 +25,7 @@ from ...final_status import Cause, decode_wait_status
 from ...spec import JobSpec
 from ...state import JobState
 from ..batch import BatchSchedulerExecutor, JobDir, NativeStatus
+from ..batch.jobdir import BATCH_OUT
 from ..batch.script import directive_value
 
 __all__ = ["SlurmJobExecutor", "SLURM_STATES"]
@@ -72,6 +73,9 @@ _SQUEUE_FORMAT = ",".join(f"{f}:|" for f in _SQUEUE_FIELDS)
 _SACCT_FIELDS = ("JobID", "State", "ExitCode", "Reason", "End", "NodeList")
 # job ids: 123, array tasks 123_4, heterogeneous components 123+1
 _NATIVE_ID = re.compile(r"[0-9]+(_[0-9]+)?(\+[0-9]+)?\Z")
+_TASK_ID = re.compile(r"([0-9]+)_([0-9]+)\Z")
+# squeue/sacct show an array's pending tasks as one record: 123_[5-99], 123_[1,4-7%2]
+_PENDING_TASKS = re.compile(r"([0-9]+)_\[([0-9,-]+)(?:%[0-9]+)?\]\Z")
 # long options of sbatch that custom attributes may set (their values are checked too)
 _OPTION = re.compile(r"[a-z][a-z0-9-]*\Z")
 # options that would break how hpcjobs runs and follows the job
@@ -150,6 +154,29 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
         output = str(job_dir.batch_output).replace("%", "%%")
         return ["sbatch", "--parsable", f"--output={output}", str(job_dir.script)]
 
+    # -- job arrays (batch/arrays.py) ---------------------------------------------------
+    # https://slurm.schedmd.com/job_array.html: task i of array A is "A_i"; %a in
+    # --output is the task's index; the index range is limited by MaxArraySize
+    array_variables = ("SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID")
+    per_job_directives = ("job_name",)
+
+    def _array_submit_command(self, array_dir: JobDir, count: int) -> list[str]:
+        # each task's output goes to its own job directory, through <array dir>/<index>
+        return ["sbatch", "--parsable", f"--array=0-{count - 1}",
+                f"--output={str(array_dir.path).replace('%', '%%')}/%a/{BATCH_OUT}",
+                str(array_dir.script)]
+
+    def _array_task_id(self, array_id: str, index: int) -> str:
+        return f"{array_id}_{index}"
+
+    def _array_parts(self, native_id: str) -> Optional[tuple[str, int]]:
+        m = _TASK_ID.match(native_id)
+        return (m.group(1), int(m.group(2))) if m else None
+
+    def _max_array_size(self) -> int:
+        # indices run from 0 to MaxArraySize - 1
+        return int(self._slurm_config()["MaxArraySize"])
+
     def _parse_submit(self, stdout: str) -> str:
         # --parsable prints "<id>" or "<id>;<cluster>"
         native_id = stdout.strip().split(";")[0]
@@ -196,7 +223,8 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
         found = {}
         for fields in _rows(result.stdout, len(_SQUEUE_FIELDS)):
             ns = self._squeue_status(*(f.strip() for f in fields))
-            found[ns.native_id] = ns
+            for native_id in _task_ids(ns.native_id):
+                found[native_id] = ns
         return found
 
     def _squeue_status(self, native_id: str, state: str, reason: str, raw_exit: str,
@@ -228,7 +256,8 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
             ns.time = _timestamp(end)
             if nodes and nodes not in _REASON_NONE and nodes != "None assigned":
                 ns.metadata["nodes"] = nodes
-            found[native_id] = ns
+            for task_id in _task_ids(native_id):
+                found[task_id] = ns
         return found
 
     def _describe_final(self, statuses: Sequence[NativeStatus]) -> None:
@@ -264,10 +293,10 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
         return self._slurm_config()["KillWait"] + 5.0
 
     def _slurm_config(self) -> dict[str, float]:
-        """MinJobAge and KillWait from ``scontrol show config``, read once (Slurm's
-        defaults, 300 s and 30 s, if it cannot be read)."""
+        """MinJobAge, KillWait and MaxArraySize from ``scontrol show config``, read once
+        (Slurm's defaults, 300 s, 30 s and 1001, if it cannot be read)."""
         if self._slurm_conf is None:
-            config = {"MinJobAge": 300.0, "KillWait": 30.0}
+            config = {"MinJobAge": 300.0, "KillWait": 30.0, "MaxArraySize": 1001.0}
             try:
                 out = external.run(["scontrol", "show", "config"],
                                    timeout=self.config.command_timeout).stdout
@@ -288,6 +317,20 @@ def _rows(listing: str, width: int) -> Iterator[list[str]]:
         fields = line.split("|")
         if len(fields) >= width:
             yield fields[:width]
+
+
+def _task_ids(native_id: str) -> list[str]:
+    """The ids a squeue/sacct record stands for: itself, or each task of a pending
+    array record such as ``123_[0-3,7%2]`` (%2: at most 2 running at once)."""
+    m = _PENDING_TASKS.match(native_id)
+    if m is None:
+        return [native_id]
+    array_id, ids = m.group(1), []
+    for part in m.group(2).split(","):
+        first, _, last = part.partition("-")
+        if first.isdigit() and (last.isdigit() or not last):
+            ids += [f"{array_id}_{i}" for i in range(int(first), int(last or first) + 1)]
+    return ids
 
 
 def _native(native_id: str, state: str, reason: str, exit_code: Optional[int]) -> NativeStatus:
