@@ -515,18 +515,22 @@ class BatchSchedulerExecutor(JobExecutor):
     def _check_files(self, t: _Tracked) -> bool:
         """Look at the job's files; True if that ended the job."""
         assert t.job_dir is not None
-        if not t.started:
+        record = t.job_dir.exit_record()
+        final = (record is not None and record.caught is None
+                 and not needs_cause(record.exit_code))
+        # (a job that has ended goes to its final state in one report: a reader woken
+        # by an ACTIVE first, e.g. `hpcjobs status`, would show a finished job running)
+        if not t.started and not final:
             started = t.job_dir.started()
             if started is not None:
                 t.started = True
                 self._report(t, JobStatus(JobState.ACTIVE, started))
-        record = t.job_dir.exit_record()
         if record is None or record.mtime == t.exit_mtime:
             return False
         t.exit_mtime = record.mtime
         t.started = True
-        if record.caught is None and not needs_cause(record.exit_code):
-            self._report(t, _explain(t, record.final_status()))
+        if final:
+            self._report(t, _explain(t, record.final_status()), ran=True)
             return True
         # the script was sent SIGTERM (walltime, cancel, preemption) or the job was killed
         # by a signal (the kernel's OOM killer, a node failing): the scheduler knows why
