@@ -29,7 +29,9 @@ def check(owner: str, field: str, value: Any, expected: Any) -> None:
     import typeguard
 
     try:
-        typeguard.check_type(value, expected)
+        # every item: typeguard's default looks at the first item of a collection only
+        typeguard.check_type(value, expected,
+                             collection_check_strategy=typeguard.CollectionCheckStrategy.ALL_ITEMS)
     except typeguard.TypeCheckError as e:
         raise TypeError(f"{owner}.{field}: {e}") from None
 

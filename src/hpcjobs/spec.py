@@ -133,7 +133,10 @@ class JobSpec:
         return r
 
     def validate(self) -> None:
-        """Raise ``InvalidJobException`` naming the field if the job cannot run as given."""
+        """Raise ``InvalidJobException`` naming the field if the job cannot run as given,
+        or ``TypeError`` if a list or dict field was changed in place to hold a value
+        of the wrong type (as psij-python does at submit)."""
+        self._recheck_containers()
         if not self.executable:
             raise InvalidJobException("JobSpec.executable is not set")
         for field in ("executable", "name", "launcher"):
@@ -157,6 +160,18 @@ class JobSpec:
             _no_nul(f"environment[{key!r}]", value)
         if self.resources is not None:
             self.resources.validate()
+
+    def _recheck_containers(self) -> None:
+        # Setters check what they are given, but a caller can change a list or dict
+        # afterwards (spec.environment["X"] = [2]): pass them through their setters
+        # again, which check and convert (ints to str) exactly as at construction.
+        for field in ("arguments", "environment"):
+            value = getattr(self, field)
+            if value is not None:
+                setattr(self, field, value)
+        attributes = self._attributes
+        if attributes is not None and attributes.custom_attributes is not None:
+            attributes.custom_attributes = attributes.custom_attributes
 
     def to_dict(self) -> Dict[str, Any]:
         """The fields that were set, JSON-ready (see :mod:`hpcjobs.serialize`)."""

@@ -89,15 +89,24 @@ def _assert_nothing_submitted(executor: JobExecutor, job: Job, listed_before: li
     assert executor.list() == listed_before
 
 
+def _changed_resources(**counts: int) -> ResourceSpecV1:
+    """Resources made invalid after construction (the constructor refuses them, as
+    psij-python's does), so that the check at submit is what is tested."""
+    res = ResourceSpecV1()
+    for name, value in counts.items():
+        setattr(res, name, value)
+    return res
+
+
 @pytest.mark.parametrize("spec, field", [
     (JobSpec("/bin/true", directory="relative/dir"), "directory"),
     (JobSpec(None), "executable"),
     (JobSpec("/bin/true", launcher="no-such-launcher"), "launcher"),
     (JobSpec("/bin/true", environment={"1BAD": "x"}), "environment"),
     (JobSpec("/bin/true", arguments=["nul\0byte"]), "arguments"),
-    (JobSpec("/bin/true", resources=ResourceSpecV1(node_count=2, processes_per_node=2,
-                                                    process_count=3)), "ResourceSpecV1"),
-    (JobSpec("/bin/true", resources=ResourceSpecV1(process_count=0)), "process_count"),
+    (JobSpec("/bin/true", resources=_changed_resources(node_count=2, processes_per_node=2,
+                                                        process_count=3)), "ResourceSpecV1"),
+    (JobSpec("/bin/true", resources=_changed_resources(process_count=0)), "process_count"),
 ], ids=["relative-directory", "no-executable", "unknown-launcher", "bad-env-name",
         "nul-in-argument", "inconsistent-resources", "zero-processes"])
 def test_invalid_job_is_refused_naming_the_field(executor: JobExecutor, spec: JobSpec,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
 from hpcjobs import (InvalidJobException, JobAttributes, JobSpec, JobState, JobStatus,
-                     ResourceSpecV1)
+                     ResourceSpec, ResourceSpecV1)
 from hpcjobs.environment import expand, job_environment
 from hpcjobs.state import path_to
 
@@ -62,6 +63,8 @@ def test_jobspec_keeps_the_callers_argument_list() -> None:
     ({"arguments": "not a list"}, "arguments"),
     ({"arguments": [object()]}, "arguments"),
     ({"environment": {"A": 1.5}}, "environment"),
+    ({"environment": {"A": "ok", "B": [2]}}, "environment"),  # not only the first item
+    ({"arguments": ["ok", None]}, "arguments"),
     ({"inherit_environment": "yes"}, "inherit_environment"),
     ({"resources": {"node_count": 1}}, "resources"),
     ({"directory": 3}, "directory"),
@@ -85,24 +88,61 @@ def test_resource_type_errors() -> None:
     (JobSpec("/bin/true", directory="relative/dir"), "directory"),
     (JobSpec("/bin/true", environment={"BAD-NAME": "x"}), "environment"),
     (JobSpec("/bin/true", arguments=["a\0b"]), "arguments"),
-    (JobSpec("/bin/true", resources=ResourceSpecV1(node_count=2, processes_per_node=2,
-                                                   process_count=3)), "process_count"),
-    (JobSpec("/bin/true", resources=ResourceSpecV1(node_count=4, process_count=2)), "node_count"),
-    (JobSpec("/bin/true", resources=ResourceSpecV1(process_count=0)), "process_count"),
 ])
 def test_inconsistent_specs_are_invalid(spec: JobSpec, field: str) -> None:
     with pytest.raises(InvalidJobException, match=field):
         spec.validate()
 
 
-def test_resource_computations() -> None:
-    r = ResourceSpecV1(node_count=2, processes_per_node=3)
-    assert (r.computed_process_count, r.computed_node_count) == (6, 2)
-    r = ResourceSpecV1(process_count=5, processes_per_node=2)
-    assert (r.computed_node_count, r.computed_processes_per_node) == (3, 2)
-    r = ResourceSpecV1(process_count=4, node_count=2)
-    assert r.computed_processes_per_node == 2
-    r.validate()
+@pytest.mark.parametrize("counts,computed,requested_nodes", [
+    # psij-python 0.9.11's rules: (process_count, node_count, processes_per_node)
+    ({}, (1, 1, 1), None),
+    ({"process_count": 4}, (4, 1, 4), None),
+    ({"node_count": 3}, (3, 3, 1), 3),
+    ({"processes_per_node": 2}, (2, 1, 2), None),
+    ({"node_count": 2, "processes_per_node": 3}, (6, 2, 3), 2),
+    ({"process_count": 6, "processes_per_node": 2}, (6, 3, 2), 3),
+    ({"process_count": 4, "node_count": 2}, (4, 2, 2), 2),
+    ({"process_count": 4, "node_count": 2, "processes_per_node": 2}, (4, 2, 2), 2),
+])
+def test_resource_computations_follow_psij(counts: dict[str, int], computed: tuple[int, int, int],
+                                           requested_nodes: Optional[int]) -> None:
+    r = ResourceSpecV1(**counts)
+    assert (r.computed_process_count, r.computed_node_count,
+            r.computed_processes_per_node) == computed
+    assert r.requested_node_count == requested_nodes
+    if r.computed_node_count > 1:  # what psij-python code writes; a TypeError on None
+        assert requested_nodes is not None
+
+
+@pytest.mark.parametrize("counts,field", [
+    ({"process_count": 3, "node_count": 2}, "node_count"),
+    ({"process_count": 3, "processes_per_node": 2}, "processes_per_node"),
+    ({"process_count": 2, "node_count": 4}, "node_count"),
+    ({"process_count": 8, "node_count": 2, "processes_per_node": 2}, "processes_per_node"),
+    ({"process_count": 0}, "process_count"),
+])
+def test_inconsistent_resources_are_refused_by_the_constructor(counts: dict[str, int],
+                                                               field: str) -> None:
+    with pytest.raises(InvalidJobException, match=field):
+        ResourceSpecV1(**counts)
+
+
+def test_resources_changed_after_construction_are_checked_at_submit() -> None:
+    r = ResourceSpecV1(process_count=3)
+    r.node_count = 2
+    with pytest.raises(InvalidJobException, match="multiple of node_count"):
+        JobSpec("/bin/true", resources=r).validate()
+
+
+def test_resource_constructor_takes_psij_positional_order() -> None:
+    r = ResourceSpecV1(2, 4, 2, 3, 1, True, 2048)
+    assert (r.node_count, r.process_count, r.processes_per_node, r.cpu_cores_per_process,
+            r.gpu_cores_per_process, r.exclusive_node_use, r.memory) == (2, 4, 2, 3, 1, True, 2048)
+    assert r.memory_kb == 2 and ResourceSpecV1().memory_kb is None
+    assert ResourceSpec.get_instance(1) == ResourceSpecV1()
+    with pytest.raises(ValueError):
+        ResourceSpec.get_instance(2)
 
 
 def test_account_is_project_name() -> None:

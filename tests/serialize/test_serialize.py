@@ -40,7 +40,12 @@ def resources(draw: Any) -> ResourceSpecV1:
     counts = {f: draw(st.none() | ints) for f in (
         "node_count", "process_count", "processes_per_node", "cpu_cores_per_process",
         "gpu_cores_per_process", "memory")}
-    return ResourceSpecV1(exclusive_node_use=draw(st.booleans()), **counts)
+    # set after construction: any counts, even ones the constructor (and submit) refuse,
+    # must survive a round trip exactly
+    res = ResourceSpecV1(exclusive_node_use=draw(st.booleans()))
+    for name, value in counts.items():
+        setattr(res, name, value)
+    return res
 
 
 @st.composite

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import ClassVar, Optional, Sequence
 
 from .. import plugins
+from ..resources import ResourceSpecV1
 from ..spec import JobSpec
 
 __all__ = ["Launcher", "ScriptLauncher", "SCRIPTS"]
@@ -66,5 +67,14 @@ class ScriptLauncher(Launcher):
         res = spec.resources_v1
         return ["/bin/sh", str(SCRIPTS / self.script),
                 str(spec.pre_launch or ""), str(spec.post_launch or ""),
-                str(res.computed_process_count), str(res.computed_processes_per_node),
+                str(res.computed_process_count), str(_nodefile_processes_per_node(res)),
                 "--", *(argv if argv is not None else job_argv(spec))]
+
+
+def _nodefile_processes_per_node(res: ResourceSpecV1) -> int:
+    """How many consecutive node-file lines name the same host: as given or implied by
+    node_count; with neither, 1, so the processes go round the allocation's hosts
+    (psij-python's computed_processes_per_node would put them all on the first)."""
+    if res.processes_per_node is None and res.node_count is None:
+        return 1
+    return res.computed_processes_per_node

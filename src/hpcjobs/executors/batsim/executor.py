@@ -136,7 +136,7 @@ class BatsimJobExecutor(JobExecutor):
         nodes: Optional[int] = 1
         if spec.resources is not None:  # (resources_v1 would build a default object)
             res = spec.resources_v1
-            nodes = res.computed_node_count
+            nodes = res.requested_node_count
             if nodes is None:
                 cores = res.computed_process_count * (res.cpu_cores_per_process or 1)
                 nodes = math.ceil(cores / self._cores_per_host())

@@ -42,7 +42,7 @@ def build_jobspec(flux_job: Any, spec: JobSpec, launcher: Launcher) -> FluxSubmi
                                   "request memory; leave it unset for Flux")
     if attrs.reservation_id is not None:
         raise InvalidJobException("JobAttributes.reservation_id: Flux has no reservations")
-    nodes = res.computed_node_count
+    nodes = res.requested_node_count
     if res.exclusive_node_use and nodes is None:
         raise InvalidJobException("ResourceSpecV1.exclusive_node_use: Flux allocates "
                                   "whole nodes only for a node count; set node_count")

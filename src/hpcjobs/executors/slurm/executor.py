@@ -116,7 +116,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
         return {
             "job_name": _job_name(spec),
             "ntasks": res.computed_process_count,
-            "nodes": res.computed_node_count,
+            "nodes": res.requested_node_count,
             "ntasks_per_node": res.processes_per_node,
             "cpus_per_task": res.cpu_cores_per_process,
             "gpus_per_task": res.gpu_cores_per_process,
