@@ -7,6 +7,7 @@ documents the keys it reads and ignores the others.
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any, Dict, Optional
 
@@ -15,7 +16,8 @@ from ._typecheck import Field
 __all__ = ["JobAttributes"]
 
 DEFAULT_DURATION = timedelta(minutes=10)
-
+_WALLTIME_UNIT = re.compile(r"\s*(\d+)\s*([hms])\s*\Z")
+_UNIT = {"h": "hours", "m": "minutes", "s": "seconds"}
 
 
 class JobAttributes:
@@ -56,6 +58,28 @@ class JobAttributes:
     @account.setter
     def account(self, value: Optional[str]) -> None:
         self.project_name = value
+
+    @staticmethod
+    def parse_walltime(walltime: str) -> timedelta:
+        """psij-python's walltime strings: ``hh:mm:ss``, ``hh:mm``, a bare number of
+        minutes, or a number with ``h``, ``m`` or ``s``. ``ValueError`` otherwise."""
+        text = walltime.strip()
+        try:
+            if ":" in text:
+                parts = [int(p) for p in text.split(":")]
+                if len(parts) in (2, 3):
+                    return timedelta(hours=parts[0], minutes=parts[1],
+                                     seconds=parts[2] if len(parts) == 3 else 0)
+            elif text.isdigit():
+                return timedelta(minutes=int(text))
+            else:
+                m = _WALLTIME_UNIT.match(text)
+                if m is not None:
+                    return timedelta(**{_UNIT[m.group(2)]: int(m.group(1))})
+        except ValueError:
+            pass
+        raise ValueError(f"{walltime!r} is not a walltime: use hh:mm:ss, hh:mm, a number of "
+                         "minutes, or a number followed by h, m or s")
 
     def set_custom_attribute(self, name: str, value: Any) -> None:
         """Set one custom attribute (``<backend>.<key>`` by convention)."""

@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from pathlib import Path
 from typing import (TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, List, Mapping, Optional,
-                    Union)
+                    Set, Union)
 
 from . import plugins
 from .errors import (BulkSubmitException, ExecutorNotFoundError, InvalidJobException,
@@ -32,6 +32,7 @@ from .state import JobState, JobStatus
 if TYPE_CHECKING:
     from packaging.version import Version
 
+    from .descriptor import Descriptor
     from .launchers.base import Launcher
 
 __all__ = ["JobExecutor", "JobExecutorConfig"]
@@ -46,10 +47,18 @@ class JobExecutorConfig:
 
     ``work_directory``: where the executor keeps job files (default
     ``~/.hpcjobs/work/<executor>``; for batch systems it must be on a filesystem
-    the compute nodes share).
+    the compute nodes share). ``launcher_log_file``: accepted for psij-python
+    compatibility and unused: launcher messages go to the job's stderr.
     """
 
+    #: psij-python's field order, so positional construction means the same
+    launcher_log_file: Optional[Path] = None
     work_directory: Optional[Path] = None
+
+    #: psij-python's names: the default configuration and the parent of the default
+    #: work directories
+    DEFAULT: ClassVar["JobExecutorConfig"]
+    DEFAULT_WORK_DIRECTORY: ClassVar[Path] = Path.home() / ".hpcjobs" / "work"
 
     @classmethod
     def coerce(cls, value: Union["JobExecutorConfig", Mapping[str, Any], None]) -> "JobExecutorConfig":
@@ -68,6 +77,9 @@ class JobExecutorConfig:
                                 f"(known: {', '.join(sorted(names))})")
             return cls(**value)
         raise TypeError(f"config must be a {cls.__name__} or a mapping, got {type(value).__name__}")
+
+
+JobExecutorConfig.DEFAULT = JobExecutorConfig()
 
 
 class JobExecutor(ABC):
@@ -116,6 +128,17 @@ class JobExecutor(ABC):
                     f"satisfy {version_constraint!r}")
         return cls(url=url, config=config)
 
+    @staticmethod
+    def get_executor_names() -> Set[str]:
+        """The names :meth:`get_instance` accepts (installed and registered executors)."""
+        return set(plugins.available("hpcjobs.executors"))
+
+    @staticmethod
+    def register_executor(desc: "Descriptor", root: Optional[str] = None) -> None:
+        """Make the class ``desc.cls`` available as ``desc.name`` (and its aliases), as in
+        psij-python. ``root`` is accepted and not used: nothing is scanned here."""
+        plugins.register("hpcjobs.executors", [desc.name, *(desc.aliases or ())], desc.cls)
+
     @property
     def version(self) -> "Version":
         """The executor's version."""
@@ -135,7 +158,8 @@ class JobExecutor(ABC):
         """This executor's private directory (mode 0700), created on first use."""
         d = self._work_directory
         if d is None:  # resolved and created once: submit paths ask for it every time
-            d = Path(self.config.work_directory or Path.home() / ".hpcjobs" / "work" / self.name)
+            d = Path(self.config.work_directory
+                     or JobExecutorConfig.DEFAULT_WORK_DIRECTORY / self.name)
             d = d.expanduser()
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
             self._work_directory = d

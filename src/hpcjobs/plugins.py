@@ -3,6 +3,10 @@
 Entry-point groups: ``hpcjobs.executors``, ``hpcjobs.launchers``,
 ``hpcjobs.batsim_schedulers``. Names are case-insensitive; a few aliases map the names
 people use for the same system. Nothing is imported until a plugin is asked for.
+
+psij-python's way, a :class:`~hpcjobs.descriptor.Descriptor` given to
+``JobExecutor.register_executor`` or ``Launcher.register_launcher``, adds a name at
+run time (:func:`register`); it takes precedence over an installed entry point.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from .errors import ExecutorNotFoundError
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
-__all__ = ["load", "available"]
+__all__ = ["load", "available", "register"]
 
 ALIASES = {
     "hpcjobs.executors": {"pbspro": "pbs", "openpbs": "pbs", "torque": "pbs"},
@@ -30,9 +34,23 @@ def _entry_points(group: str) -> dict[str, "EntryPoint"]:
     return {ep.name.lower(): ep for ep in metadata.entry_points(group=group)}
 
 
+#: group -> name -> "package.module.Class", from register()
+_registered: dict[str, dict[str, str]] = {}
+
+
+def register(group: str, names: list[str], target: str) -> None:
+    """Make ``target`` (a fully qualified class name, imported when first asked for)
+    available under each of ``names`` in ``group``."""
+    module, _, attr = target.rpartition(".")
+    if not module or not attr:
+        raise ValueError(f"{target!r} is not a fully qualified class name (package.module.Class)")
+    for name in names:
+        _registered.setdefault(group, {})[name.lower()] = target
+
+
 def available(group: str) -> list[str]:
-    """The names installed in ``group``, sorted."""
-    return sorted(_entry_points(group))
+    """The names installed or registered in ``group``, sorted."""
+    return sorted(set(_entry_points(group)) | set(_registered.get(group, {})))
 
 
 def load(group: str, name: str) -> Any:
@@ -41,11 +59,19 @@ def load(group: str, name: str) -> Any:
         raise TypeError(f"plugin name must be str, got {type(name).__name__}")
     key = name.lower()
     key = ALIASES.get(group, {}).get(key, key)
+    target = _registered.get(group, {}).get(key)
+    if target is not None:
+        import importlib
+        module, _, attr = target.rpartition(".")
+        try:
+            return getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as e:
+            raise ExecutorNotFoundError(f"cannot load {name!r} from {target!r}: {e}") from None
     eps = _entry_points(group)
     if key not in eps:
         kind = group.rsplit(".", 1)[-1]
         raise ExecutorNotFoundError(
             f"no {kind[:-1] if kind.endswith('s') else kind} named {name!r}"
             f"{f' ({key})' if key != name.lower() else ''} is installed "
-            f"(available: {', '.join(sorted(eps)) or 'none'})")
+            f"(available: {', '.join(available(group)) or 'none'})")
     return eps[key].load()

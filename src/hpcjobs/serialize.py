@@ -20,6 +20,9 @@ metadata values must be plain JSON (dict with str keys, list, str, int, finite f
 bool, None; a tuple would come back as a list). Reading checks the envelope, the kind,
 the version and every field name, so a document from a newer hpcjobs fails clearly.
 
+psij-python's ``JSONSerializer`` (``dumps``/``loads``, ``dump``/``load`` on a stream,
+``to_dict``/``from_dict``) is offered over these functions, writing the same documents.
+
 A loaded ``Job`` is a record: it has its id, spec, native id and last status, but no
 executor. To follow the real job again, attach a fresh one::
 
@@ -32,7 +35,7 @@ import copy
 import json
 import math
 from datetime import timedelta
-from typing import Any, Dict, Optional, Union
+from typing import IO, Any, Dict, Optional, Union
 
 from .attributes import JobAttributes
 from .job import Job
@@ -41,7 +44,7 @@ from .spec import JobSpec
 from .state import JobState, JobStatus
 
 __all__ = ["FORMAT", "VERSION", "SerializationError", "dumps", "loads", "to_dict",
-           "from_dict", "status_to_dict", "status_from_dict"]
+           "from_dict", "status_to_dict", "status_from_dict", "Serializer", "JSONSerializer"]
 
 FORMAT = "hpcjobs.job"
 VERSION = 1
@@ -249,3 +252,41 @@ def _field(d: Dict[str, Any], name: str, kind: Union[type, tuple[type, ...]],
             isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))):
         raise SerializationError(f"{label} has the wrong type: {type(value).__name__}")
     return value
+
+
+# -- psij-python's serializer classes ---------------------------------------------------
+class Serializer:
+    """psij-python's serializer interface, over this module's functions: the same
+    documents, the same checks (``SerializationError``, a ``ValueError``)."""
+
+    def to_dict(self, obj: Union[JobSpec, Job]) -> Dict[str, Any]:
+        """The document for ``obj`` as a JSON-ready dict."""
+        return to_dict(obj)
+
+    def from_dict(self, d: Dict[str, Any]) -> Union[JobSpec, Job]:
+        """The ``JobSpec`` or ``Job`` a document dict describes."""
+        return from_dict(d)
+
+    def dumps(self, obj: Union[JobSpec, Job]) -> str:
+        """The document for ``obj`` as a string."""
+        return dumps(obj)
+
+    def loads(self, text: Union[str, bytes]) -> Union[JobSpec, Job]:
+        """The ``JobSpec`` or ``Job`` a document string describes."""
+        return loads(text)
+
+    def dump(self, obj: Union[JobSpec, Job], stream: IO[Any]) -> None:
+        """Write the document for ``obj`` to a text or binary stream."""
+        text = self.dumps(obj)
+        try:
+            stream.write(text)
+        except TypeError:  # a binary stream (the document is ASCII)
+            stream.write(text.encode("ascii"))
+
+    def load(self, stream: IO[Any]) -> Union[JobSpec, Job]:
+        """The ``JobSpec`` or ``Job`` the document read from ``stream`` describes."""
+        return self.loads(stream.read())
+
+
+class JSONSerializer(Serializer):
+    """psij-python's ``psij.serialize.JSONSerializer``: job documents as JSON."""

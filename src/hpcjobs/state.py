@@ -12,7 +12,7 @@ import enum
 import time
 from typing import Any, Mapping, Optional
 
-__all__ = ["JobState", "JobStatus"]
+__all__ = ["JobState", "JobStateOrder", "JobStatus"]
 
 
 class JobState(enum.Enum):
@@ -46,6 +46,18 @@ class JobState(enum.Enum):
     __hash__ = object.__hash__
 
 
+class JobStateOrder:
+    """psij-python's helper to reconstruct skipped states."""
+
+    @staticmethod
+    def prev(state: JobState) -> Optional[JobState]:
+        """The state that must come right before ``state``, if there is a single one
+        (FAILED and CANCELED can follow several states, so they have none)."""
+        return _PREV.get(state)
+
+
+_PREV = {JobState.QUEUED: JobState.NEW, JobState.ACTIVE: JobState.QUEUED,
+         JobState.COMPLETED: JobState.ACTIVE}
 _FINAL = frozenset((JobState.COMPLETED, JobState.FAILED, JobState.CANCELED))
 _RANK = {s: min(s.value, 3) for s in JobState}
 # The order is tiny and fixed, so it is tabulated once: status updates are a hot path

@@ -245,3 +245,30 @@ def test_custom_attributes_read_as_infinite_are_refused() -> None:
     text = dumps(JobSpec("/bin/true", attributes=JobAttributes(custom_attributes={"k": 1})))
     with pytest.raises(SerializationError, match=r"custom_attributes\['k'\]: inf"):
         loads(text.replace('"k": 1', '"k": 1e999'))
+
+
+def test_psij_json_serializer_offers_psij_methods(tmp_path: Path) -> None:
+    """psij-python code: ``from psij.serialize import JSONSerializer``; every pair of
+    methods writes our documents and reads them back equal."""
+    from hpcjobs.serialize import JSONSerializer
+
+    s = JSONSerializer()
+    spec = JobSpec("/bin/sleep", ["1"], name="test", directory=Path("/tmp"),
+                   environment={"VAR1": "value1"},
+                   resources=ResourceSpecV1(node_count=1),
+                   attributes=JobAttributes(duration=timedelta(minutes=10),
+                                            custom_attributes={"slurm.constraint": "x"}),
+                   launcher="single")
+    text = s.dumps(spec)
+    assert text == dumps(spec) and s.loads(text) == spec and s.dumps(s.loads(text)) == text
+    assert s.to_dict(spec) == to_dict(spec) and s.from_dict(s.to_dict(spec)) == spec
+    with open(tmp_path / "spec.json", "w") as f:
+        s.dump(spec, f)
+    with open(tmp_path / "spec.json") as f:
+        assert s.load(f) == spec
+    with open(tmp_path / "spec.bin", "wb") as b:
+        s.dump(spec, b)
+    with open(tmp_path / "spec.bin", "rb") as rb:
+        assert s.load(rb) == spec
+    with pytest.raises(ValueError):
+        s.loads("{}")

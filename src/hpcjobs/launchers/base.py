@@ -12,11 +12,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import ClassVar, Optional, Sequence
+from typing import TYPE_CHECKING, ClassVar, Optional, Sequence, Set
 
 from .. import plugins
+from ..errors import ExecutorNotFoundError
 from ..resources import ResourceSpecV1
 from ..spec import JobSpec
+
+if TYPE_CHECKING:
+    from ..descriptor import Descriptor
+    from ..executor import JobExecutorConfig
 
 __all__ = ["Launcher", "ScriptLauncher", "SCRIPTS"]
 
@@ -28,13 +33,41 @@ class Launcher(ABC):
     """Builds the command that starts a job's processes."""
 
     name: ClassVar[str] = ""
+    #: psij-python's name for the launcher used when a spec names none
+    DEFAULT_LAUNCHER_NAME: ClassVar[str] = "single"
+
+    def __init__(self, config: Optional["JobExecutorConfig"] = None) -> None:
+        from ..executor import JobExecutorConfig
+        self.config = config if config is not None else JobExecutorConfig.DEFAULT
 
     @staticmethod
-    def get_instance(name: str) -> "Launcher":
-        """The launcher registered as ``name`` (entry-point group ``hpcjobs.launchers``)."""
+    def get_instance(name: str, version_constraint: Optional[str] = None,
+                     config: Optional["JobExecutorConfig"] = None) -> "Launcher":
+        """The launcher registered as ``name`` (entry-point group ``hpcjobs.launchers``).
+        Launchers have one version, the package's, so ``version_constraint`` is
+        checked against that."""
         cls = plugins.load("hpcjobs.launchers", name)
-        launcher: Launcher = cls()
+        if version_constraint is not None:
+            from packaging.specifiers import SpecifierSet
+
+            from .. import __version__
+            if __version__ not in SpecifierSet(version_constraint):
+                raise ExecutorNotFoundError(
+                    f"launcher {name!r} has version {__version__}, which does not satisfy "
+                    f"{version_constraint!r}")
+        launcher: Launcher = cls(config)
         return launcher
+
+    @staticmethod
+    def get_launcher_names() -> Set[str]:
+        """The names :meth:`get_instance` accepts (installed and registered launchers)."""
+        return set(plugins.available("hpcjobs.launchers"))
+
+    @staticmethod
+    def register_launcher(desc: "Descriptor", root: Optional[str] = None) -> None:
+        """Make the class ``desc.cls`` available as ``desc.name`` (and its aliases), as in
+        psij-python. ``root`` is accepted and not used: nothing is scanned here."""
+        plugins.register("hpcjobs.launchers", [desc.name, *(desc.aliases or ())], desc.cls)
 
     @abstractmethod
     def get_launch_command(self, spec: JobSpec, argv: Optional[Sequence[str]] = None) -> list[str]:

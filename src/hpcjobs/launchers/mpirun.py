@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .base import ScriptLauncher
 
-__all__ = ["MpirunLauncher"]
+__all__ = ["MpirunLauncher", "MPILauncher"]
 
 
 class MpirunLauncher(ScriptLauncher):
@@ -17,3 +17,7 @@ class MpirunLauncher(ScriptLauncher):
 
     name = "mpirun"
     script = "mpirun.sh"
+
+
+#: psij-python's name for this launcher's class
+MPILauncher = MpirunLauncher
