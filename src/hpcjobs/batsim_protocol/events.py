@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Optional
 
-__all__ = ["Event", "Message", "EventType", "EVENTS", "BATSIM", "DECISION",
-           "notify",
+from .. import __version__
+
+__all__ = ["Event", "Message", "EventType", "EVENTS", "NOT_JSON", "BATSIM", "DECISION",
+           "notify", "edc_hello",
            "register_profile", "register_job", "execute_job", "kill_jobs", "reject_job",
            "call_me_later"]
 
@@ -39,15 +41,18 @@ class Message(NamedTuple):
 class EventType(NamedTuple):
     """One event type and its name in each generation (None: it lacks the event)."""
 
-    name: str  # the JSON protocol's name, the one both ends use
+    name: str  # the name both ends use (the JSON protocol's, where it has the event)
     sender: str  # BATSIM, DECISION, or both ("")
     legacy: Optional[str]  # the stamp of the legacy text protocol (Batsim < 1.0)
     batprotocol: Optional[str]  # the Event union member of batprotocol (Batsim 5)
+    json: bool = True  # whether the JSON protocol (Batsim 3-4) has it
 
 
 EVENTS: dict[str, EventType] = {e.name: e for e in (
+    EventType("EDC_HELLO", DECISION, None, "EDCHelloEvent", json=False),
     EventType("SIMULATION_BEGINS", BATSIM, "A", "SimulationBeginsEvent"),
     EventType("SIMULATION_ENDS", BATSIM, "Z", "SimulationEndsEvent"),
+    EventType("SIMULATION_ERROR", BATSIM, None, "SimulationErrorEvent", json=False),
     EventType("JOB_SUBMITTED", BATSIM, "S", "JobSubmittedEvent"),
     EventType("JOB_COMPLETED", BATSIM, "C", "JobCompletedEvent"),
     EventType("JOB_KILLED", BATSIM, None, "JobsKilledEvent"),
@@ -59,6 +64,7 @@ EVENTS: dict[str, EventType] = {e.name: e for e in (
     EventType("REJECT_JOB", DECISION, "R", "RejectJobEvent"),
     EventType("KILL_JOB", DECISION, None, "KillJobsEvent"),
     EventType("CALL_ME_LATER", DECISION, "n", "CallMeLaterEvent"),
+    EventType("STOP_CALL_ME_LATER", DECISION, None, "StopCallMeLaterEvent", json=False),
     EventType("REGISTER_JOB", DECISION, None, "RegisterJobEvent"),
     EventType("REGISTER_PROFILE", DECISION, None, "RegisterProfileEvent"),
     EventType("SET_RESOURCE_STATE", DECISION, "P", None),
@@ -67,6 +73,10 @@ EVENTS: dict[str, EventType] = {e.name: e for e in (
     EventType("TO_JOB_MSG", DECISION, None, None),
     EventType("FROM_JOB_MSG", BATSIM, None, None),
 )}
+
+
+#: the events the JSON protocol lacks (its codec refuses them by name)
+NOT_JSON = frozenset(e.name for e in EVENTS.values() if not e.json)
 
 
 def _event(t: float, kind: str, data: dict[str, Any]) -> Event:
@@ -80,6 +90,15 @@ def notify(t: float, kind: str) -> Event:
 
 
 # -- decision process -> Batsim ------------------------------------------------------
+def edc_hello(t: float) -> Event:
+    """batprotocol's EDC hello (the decision process's first reply) asking for what
+    the executor needs: dynamic registration, acknowledged, with profile reuse."""
+    return _event(t, "EDC_HELLO", {
+        "decision_component_name": "hpcjobs", "decision_component_version": __version__,
+        "requested_simulation_features": {"dynamic_registration": True, "acknowledge_dynamic_jobs": True,
+                                          "profile_reuse": True}})
+
+
 def register_profile(t: float, workload: str, name: str, profile: dict[str, Any]) -> Event:
     """REGISTER_PROFILE: ``profile`` becomes ``workload``'s profile ``name``."""
     return _event(t, "REGISTER_PROFILE",

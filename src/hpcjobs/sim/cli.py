@@ -16,7 +16,7 @@ from . import BATSIM_VERSION
 from .engine import Engine, Options
 from .errors import Deadlock, InputError, SimError
 from .output import write_outputs
-from .server import serve
+from .server import hello, serve
 from .workload import parse_workload
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="hpcjobs-sim", allow_abbrev=False,
-        description="A Batsim-compatible job-scheduling simulator (JSON/ZeroMQ protocol).")
+        description="A Batsim-compatible job-scheduling simulator (JSON or batprotocol over ZeroMQ).")
     parser.add_argument("-p", "--platform", required=True, help="SimGrid platform file (XML, version 4.1)")
     parser.add_argument("-w", "--workload", action="append", default=[], help="Batsim workload (JSON); repeatable")
     parser.add_argument("-s", "--socket-endpoint", default="tcp://localhost:28000",
@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="(not in Batsim) give up when a reply takes longer than this many "
                              "wall-clock seconds; 0 waits forever. Default %(default)s")
+    parser.add_argument("--protocol", choices=("json", "batprotocol"), default="json",
+                        help="(not in Batsim) the protocol generation: json (Batsim 3-4, default) "
+                             "or batprotocol (Batsim 5)")
     parser.add_argument("--version", action="version", version=f"{BATSIM_VERSION} (hpcjobs.sim)")
     return parser
 
@@ -89,12 +92,16 @@ def run(argv: list[str]) -> int:
         workloads = [parse_workload(path, f"w{i}", len(platform.compute)) for i, path in enumerate(args.workload)]
         options = Options(args.enable_dynamic_jobs, args.acknowledge_dynamic_jobs, args.enable_profile_reuse,
                           args.forward_profiles_on_submission, args.sched_cfg)
-        engine = Engine(platform, workloads, options)
-        channel = ReqChannel(args.socket_endpoint, get_codec("json"), args.timeout)
+        channel = ReqChannel(args.socket_endpoint, get_codec(args.protocol), args.timeout)
+        engine = None
         try:
+            if args.protocol == "batprotocol":
+                options = hello(channel, options)
+            engine = Engine(platform, workloads, options)
             serve(engine, channel)
         except Deadlock:
             # Batsim still writes its outputs after SimGrid's deadlock (fixtures: nofinish)
+            assert engine is not None
             write_outputs(args.export, engine, channel.waited, time.monotonic() - started)
             raise
         finally:

@@ -49,6 +49,20 @@ class Options:
     profile_reuse: bool = False
     forward_profiles: bool = False
     sched_config: str = ""
+    #: batprotocol: SIMULATION_BEGINS lists the profiles only when the decision process
+    #: asked (EDC hello); it always describes each host's cores and speed
+    forward_profiles_on_begins: bool = True
+    host_details: bool = False
+
+
+class _Call:
+    """A CALL_ME_LATER of batprotocol: named, possibly periodic (``left`` calls to go,
+    None: until stopped)."""
+
+    __slots__ = ("id", "period", "left", "stopped")
+
+    def __init__(self, call_id: str, period: float, left: int | None) -> None:
+        self.id, self.period, self.left, self.stopped = call_id, period, left, False
 
 
 class SimJob:
@@ -110,12 +124,13 @@ class Engine:
         self._static_left = 0
         self._registration_open = options.dynamic_jobs
         self._calls = 0
+        self._named_calls: dict[str, list[_Call]] = {}
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "EXECUTE_JOB": self._execute, "REJECT_JOB": self._reject, "KILL_JOB": self._kill,
             "CALL_ME_LATER": self._call_me_later, "REGISTER_JOB": self._register_job,
             "REGISTER_PROFILE": self._register_profile, "NOTIFY": self._notify,
             "SET_JOB_METADATA": self._set_metadata, "CHANGE_JOB_STATE": self._change_state,
-            "QUERY": self._query,
+            "QUERY": self._query, "STOP_CALL_ME_LATER": self._stop_call_me_later,
         }
         for index, wl in enumerate(workloads):
             self._profiles[wl.name] = dict(wl.profiles)
@@ -137,6 +152,10 @@ class Engine:
                     "zone_properties": dict(h.zone_properties)}
                    for i, h in enumerate(self.platform.compute)]
         opts = self.options
+        if opts.host_details:
+            for resource, host in zip(compute, self.platform.compute):
+                resource["core_count"] = host.cores
+                resource["computation_speed"] = [host.speed]
         data = {
             "nb_resources": len(compute), "nb_compute_resources": len(compute),
             "nb_storage_resources": 0, "allow_compute_sharing": False, "allow_storage_sharing": True,
@@ -152,6 +171,8 @@ class Engine:
             # Batsim lists each workload's profiles in reverse file order
             "profiles": {wl.name: dict(reversed(list(wl.raw_profiles.items()))) for wl in self.workloads},
         }
+        if not opts.forward_profiles_on_begins:
+            del data["profiles"]
         return [{"timestamp": 0.0, "type": "SIMULATION_BEGINS", "data": data}]
 
     def next_events(self) -> list[Event]:
@@ -223,12 +244,29 @@ class Engine:
         elif kind == _NOTIFY:
             self._emit("NOTIFY", {"type": "no_more_static_job_to_submit"})
         else:
+            self._requested_call(payload)
+            while heap and heap[0][0] == when and heap[0][1] == kind:
+                self._requested_call(heapq.heappop(heap)[4])
+
+    def _requested_call(self, call: _Call | None) -> None:
+        if call is None:  # the JSON protocol's anonymous one-shot call
             self._calls -= 1
             self._emit("REQUESTED_CALL", {})
-            while heap and heap[0][0] == when and heap[0][1] == kind:
-                heapq.heappop(heap)
-                self._calls -= 1
-                self._emit("REQUESTED_CALL", {})
+            return
+        if call.stopped:
+            return
+        if call.left is not None:
+            call.left -= 1
+        last = call.left == 0
+        if last or not call.period:
+            self._calls -= 1
+            calls = self._named_calls[call.id]
+            calls.remove(call)
+            if not calls:
+                del self._named_calls[call.id]
+        else:
+            self._push(self.now + call.period, _CALL, 0, call)
+        self._emit("REQUESTED_CALL", {"id": call.id, "last_periodic_call": last and bool(call.period)})
 
     def _emit(self, kind: str, data: dict[str, Any]) -> None:
         self._pending.append({"timestamp": self.now, "type": kind, "data": data})
@@ -422,13 +460,48 @@ class Engine:
         self._emit("JOB_KILLED", out)
 
     def _call_me_later(self, data: dict[str, Any]) -> None:
+        if "period" in data:
+            self._periodic_call(data)
+            return
         when = data.get("timestamp")
         if not isinstance(when, (int, float)) or isinstance(when, bool) or not math.isfinite(when):
             raise ProtocolViolation(f"CALL_ME_LATER: 'timestamp' is missing or not a number ({when!r})")
         if when < self.now:
             raise ProtocolViolation(f"CALL_ME_LATER: timestamp {when} is in the past (now is {self.now})")
         self._calls += 1
-        self._push(float(when), _CALL, 0, None)
+        call_id = data.get("id")
+        self._push(float(when), _CALL, 0, None if call_id is None else self._named(call_id, 0.0, 1))
+
+    def _named(self, call_id: Any, period: float, left: int | None) -> _Call:
+        if not isinstance(call_id, str):
+            raise ProtocolViolation(f"CALL_ME_LATER: 'id' must be a string ({call_id!r})")
+        call = _Call(call_id, period, left)
+        self._named_calls.setdefault(call_id, []).append(call)
+        return call
+
+    def _periodic_call(self, data: dict[str, Any]) -> None:
+        """batprotocol's periodic CallMeLater: calls at ``offset + k * period`` (k >= 1,
+        times counted from 0) after now, ``count`` times or until stopped."""
+        period, offset, count = data.get("period"), data.get("offset", 0.0), data.get("count")
+        if not isinstance(period, (int, float)) or not period > 0 or not math.isfinite(period):
+            raise ProtocolViolation(f"CALL_ME_LATER {data.get('id')!r}: 'period' must be > 0 ({period!r})")
+        if not isinstance(offset, (int, float)) or not offset >= 0:
+            raise ProtocolViolation(f"CALL_ME_LATER {data.get('id')!r}: 'offset' must be >= 0 ({offset!r})")
+        if count is not None and (type(count) is not int or count < 1):
+            raise ProtocolViolation(f"CALL_ME_LATER {data.get('id')!r}: the number of periods must be "
+                                    f">= 1 ({count!r})")
+        first = offset + (math.floor(max(self.now - offset, 0.0) / period) + 1) * period
+        self._calls += 1
+        self._push(first, _CALL, 0, self._named(data.get("id"), float(period), count))
+
+    def _stop_call_me_later(self, data: dict[str, Any]) -> None:
+        call_id = data.get("id")
+        calls = self._named_calls.pop(call_id, []) if isinstance(call_id, str) else []
+        if not calls:
+            raise ProtocolViolation(f"STOP_CALL_ME_LATER: no pending call {call_id!r}")
+        for call in calls:
+            call.stopped = True
+            self._calls -= 1
 
     def _need_dynamic(self, kind: str) -> None:
         if not self.options.dynamic_jobs:

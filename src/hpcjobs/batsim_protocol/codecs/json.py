@@ -7,7 +7,7 @@ import json
 import math
 
 from ..errors import ProtocolError
-from ..events import Message
+from ..events import NOT_JSON, Message
 
 __all__ = ["Codec"]
 
@@ -25,6 +25,9 @@ class Codec:
                                          allow_nan=False)
 
     def encode(self, message: Message) -> bytes:
+        for index, event in enumerate(message.events):
+            if event["type"] in NOT_JSON:
+                raise ProtocolError(f"the JSON protocol has no event {event['type']}", f"events[{index}].type")
         try:
             return self._encoder.encode({"now": message.now, "events": message.events}).encode()
         except ValueError as e:
@@ -53,9 +56,10 @@ class Codec:
             if isinstance(stamp, bool) or not isinstance(stamp, (int, float)) or not _isfinite(stamp):
                 raise ProtocolError(f"event #{index}: 'timestamp' is missing or not a number",
                                     f"events[{index}].timestamp")
-            if not isinstance(event.get("type"), str):
-                raise ProtocolError(f"event #{index}: 'type' is missing or not a string",
-                                    f"events[{index}].type")
+            kind = event.get("type")
+            if not isinstance(kind, str) or kind in NOT_JSON:
+                raise ProtocolError(f"event #{index}: 'type' is missing, not a string or not an event of "
+                                    f"the JSON protocol ({kind!r})", f"events[{index}].type")
             if not isinstance(event.get("data"), dict):
                 raise ProtocolError(f"event #{index} ({event['type']}): 'data' is missing or not an object",
                                     f"events[{index}].data")

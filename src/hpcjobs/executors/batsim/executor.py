@@ -172,7 +172,7 @@ class BatsimJobExecutor(JobExecutor):
         pacer: Pacer = VirtualTime(cfg.virtual_idle_grace) if cfg.virtual_time else RealTime(cfg.time_scale)
         jm = JobManager(self._scheduler, _weak_report(self))
         return Session(f"hpcjobs-batsim-{self._instance}-decisions",
-                       lambda endpoint: simulator_command(cfg.simulator, platform, prefix, endpoint),
+                       lambda endpoint: simulator_command(cfg.simulator, platform, prefix, endpoint, cfg.protocol),
                        run_dir, cfg.endpoint, jm, pacer, self._cores_per_host(), get_codec(cfg.protocol))
 
     def _wait_condition(self, job: Job, lock: threading.Lock) -> threading.Condition:

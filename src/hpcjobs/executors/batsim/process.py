@@ -22,15 +22,19 @@ __all__ = ["simulator_command", "spawn", "tail"]
 _DYNAMIC = ["--enable-dynamic-jobs", "--acknowledge-dynamic-jobs", "--enable-profile-reuse"]
 
 
-def simulator_command(simulator: str, platform: Path, export_prefix: Path, endpoint: str) -> list[str]:
-    """The argument list that starts the configured simulator."""
-    flags = ["-p", str(platform), "-e", str(export_prefix), "-s", endpoint, "-q", *_DYNAMIC]
+def simulator_command(simulator: str, platform: Path, export_prefix: Path, endpoint: str,
+                      protocol: str = "json") -> list[str]:
+    """The argument list that starts the configured simulator speaking ``protocol``
+    (with batprotocol the features come from the executor's EDC hello, not flags)."""
+    flags = ["-p", str(platform), "-e", str(export_prefix), "-s", endpoint, "-q"]
+    if protocol == "json":
+        flags += _DYNAMIC
     if simulator == "auto":
         simulator = "batsim" if shutil.which("batsim") else "hpcjobs.sim"
     if simulator == "hpcjobs.sim":
         # --timeout 0 (hpcjobs.sim only): in virtual time the executor may hold a reply
         # for as long as its client does not wait
-        return [sys.executable, "-m", "hpcjobs.sim", *flags, "--timeout", "0"]
+        return [sys.executable, "-m", "hpcjobs.sim", *flags, "--timeout", "0", "--protocol", protocol]
     program = shutil.which(simulator)
     if program is None:
         raise SubmitException(f"batsim config 'simulator': {simulator!r} is not a program on PATH "

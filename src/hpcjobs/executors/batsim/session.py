@@ -68,6 +68,7 @@ class Session:
         self.jm = jm
         self._pacer = pacer
         self._cores = cores
+        self._hello = getattr(codec, "hello", False)  # batprotocol: say hello first
         self._lock = threading.Lock()
         self._pace = threading.Condition(threading.Lock())
         self._client = ClientState()
@@ -225,6 +226,9 @@ class Session:
     def _loop(self) -> None:
         try:
             msg = self._recv()
+            if self._hello:
+                self._send(Message(msg.now, [protocol.edc_hello(msg.now)]))
+                msg = self._recv()
             begins = [e for e in msg.events if e["type"] == "SIMULATION_BEGINS"]
             if not begins:
                 raise SimulatorGone(f"the simulator's first message is not SIMULATION_BEGINS: {msg!r}"[:500])

@@ -1,0 +1,209 @@
+"""batprotocol (Batsim 5): the generated code is what flatc makes of the committed schema,
+every message of a recorded real Batsim run survives the binary codec, the schema's
+documented defaults are read as the schema says, and broken buffers are refused naming
+the protocol, the message number and the field."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Callable
+
+import flatbuffers
+import pytest
+
+from hpcjobs.batsim_protocol.codecs import get_codec
+from hpcjobs.batsim_protocol.codecs import batprotocol_fb as fb
+from hpcjobs.batsim_protocol.errors import ProtocolError
+from hpcjobs.batsim_protocol.events import Message, call_me_later, edc_hello
+from hpcjobs.batsim_protocol.transports import Decoder
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACE = ROOT / "tests" / "fixtures" / "batsim-4.2.1" / "dynack" / "trace.jsonl"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+codec = get_codec("batprotocol")
+
+
+def test_generated_code_matches_the_schema(tmp_path: Path) -> None:
+    if shutil.which("flatc") is None:
+        if IN_CI:
+            pytest.fail("flatc (Debian package flatbuffers-compiler) is needed under CI=true")
+        pytest.skip("flatc (Debian package flatbuffers-compiler) is not installed")
+    out = tmp_path / "batprotocol_fb.py"
+    subprocess.run([str(ROOT / "scripts" / "gen-batprotocol.sh"), str(out)], check=True)
+    committed = ROOT / "src" / "hpcjobs" / "batsim_protocol" / "codecs" / "batprotocol_fb.py"
+    assert out.read_text() == committed.read_text(), \
+        "batprotocol_fb.py is stale: run scripts/gen-batprotocol.sh and commit the result"
+
+
+def _normalised(event: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-protocol event as batprotocol can carry it (what batprotocol lacks or
+    states differently: JOB_COMPLETED has no alloc, a job without walltime says -1, a
+    call has an id, SIMULATION_BEGINS has no sharing flags and describes hosts)."""
+    data = json.loads(json.dumps(event["data"]))
+    kind = event["type"]
+    if kind == "JOB_COMPLETED":
+        del data["alloc"]
+    if kind in ("JOB_SUBMITTED", "REGISTER_JOB"):
+        data["job"].setdefault("walltime", -1)
+    if kind == "CALL_ME_LATER":
+        data["id"] = ""
+    if kind == "REQUESTED_CALL":
+        data.update(id="", last_periodic_call=False)
+    if kind == "SIMULATION_BEGINS":
+        for key in ("allow_compute_sharing", "allow_storage_sharing"):
+            del data[key]
+        data["batsim_version"], data["batsim_arguments"] = "hpcjobs.sim", []
+        for r in data["compute_resources"]:
+            r.update(core_count=1, computation_speed=[])
+    return {"timestamp": event["timestamp"], "type": kind, "data": data}
+
+
+def test_every_message_of_a_real_batsim_run_survives_the_codec() -> None:
+    trace = [json.loads(line) for line in TRACE.read_text().splitlines() if line.strip()]
+    kinds = set()
+    for entry in trace:
+        msg = entry["msg"]
+        back = codec.decode(codec.encode(Message(msg["now"], msg["events"])))
+        assert back.now == msg["now"]
+        assert back.events == [_normalised(e) for e in msg["events"]]
+        kinds.update(e["type"] for e in msg["events"])
+    assert {"SIMULATION_BEGINS", "REGISTER_PROFILE", "REGISTER_JOB", "JOB_SUBMITTED", "EXECUTE_JOB",
+            "JOB_COMPLETED", "CALL_ME_LATER", "REQUESTED_CALL", "NOTIFY", "SIMULATION_ENDS"} <= kinds
+
+
+def _message(add_event: Callable[[flatbuffers.Builder], tuple[int, int]], now: float = 3.0) -> bytes:
+    """A buffer built with the generated builder functions, fields left out on purpose."""
+    b = flatbuffers.Builder(64)
+    kind, table = add_event(b)
+    fb.EventAndTimestampStart(b)
+    fb.EventAndTimestampAddTimestamp(b, now)
+    fb.EventAndTimestampAddEventType(b, kind)
+    fb.EventAndTimestampAddEvent(b, table)
+    item = fb.EventAndTimestampEnd(b)
+    fb.MessageStartEventsVector(b, 1)
+    b.PrependUOffsetTRelative(item)
+    events = b.EndVector()
+    fb.MessageStart(b)
+    fb.MessageAddNow(b, now)
+    fb.MessageAddEvents(b, events)
+    b.Finish(fb.MessageEnd(b))
+    return bytes(b.Output())
+
+
+def _one_shot_in_ms(b: flatbuffers.Builder) -> tuple[int, int]:
+    name = b.CreateString("tick")
+    fb.OneShotStart(b)
+    fb.OneShotAddTime(b, 4500)
+    fb.OneShotAddTimeUnit(b, fb.TimeUnit.Millisecond)
+    when = fb.OneShotEnd(b)
+    fb.CallMeLaterEventStart(b)
+    fb.CallMeLaterEventAddCallMeLaterId(b, name)
+    fb.CallMeLaterEventAddWhenType(b, fb.TemporalTrigger.OneShot)
+    fb.CallMeLaterEventAddWhen(b, when)
+    return fb.Event.CallMeLaterEvent, fb.CallMeLaterEventEnd(b)
+
+
+def _completed_without_state(b: flatbuffers.Builder) -> tuple[int, int]:
+    job_id = b.CreateString("w0!1")
+    fb.JobCompletedEventStart(b)
+    fb.JobCompletedEventAddJobId(b, job_id)
+    return fb.Event.JobCompletedEvent, fb.JobCompletedEventEnd(b)
+
+
+def _requested_call_without_flag(b: flatbuffers.Builder) -> tuple[int, int]:
+    name = b.CreateString("tick")
+    fb.RequestedCallEventStart(b)
+    fb.RequestedCallEventAddCallMeLaterId(b, name)
+    return fb.Event.RequestedCallEvent, fb.RequestedCallEventEnd(b)
+
+
+@pytest.mark.parametrize("build, expected", [
+    # "time_unit: TimeUnit = Second" is only a default: milliseconds are honoured
+    (_one_shot_in_ms, {"type": "CALL_ME_LATER", "data": {"id": "tick", "timestamp": 4.5}}),
+    # "state: FinalJobState" defaults to its first value, "return_code: int32 = 0"
+    (_completed_without_state, {"type": "JOB_COMPLETED", "data": {
+        "job_id": "w0!1", "job_state": "COMPLETED_SUCCESSFULLY", "return_code": 0}}),
+    # "last_periodic_call: bool = false"
+    (_requested_call_without_flag, {"type": "REQUESTED_CALL", "data": {
+        "id": "tick", "last_periodic_call": False}}),
+])
+def test_schema_defaults(build: Callable[[flatbuffers.Builder], tuple[int, int]],
+                         expected: dict[str, Any]) -> None:
+    (event,) = codec.decode(_message(build)).events
+    assert event == {"timestamp": 3.0, **expected}
+
+
+def test_times_go_out_in_seconds_or_rounded_up_milliseconds() -> None:
+    for when, unit, value in [(7.0, fb.TimeUnit.Second, 7), (7.0015, fb.TimeUnit.Millisecond, 7002)]:
+        raw = codec.encode(Message(1.0, [call_me_later(1.0, when)]))
+        event = fb.Message.GetRootAs(raw, 0).Events(0)
+        call = fb.EventCreator(event.EventType(), event.Event())
+        assert (call.when.timeUnit, call.when.time) == (unit, value)
+
+
+def test_periodic_calls_round_trip() -> None:
+    for count in (3, None):
+        event = {"timestamp": 2.0, "type": "CALL_ME_LATER",
+                 "data": {"id": "p", "period": 10.0, "offset": 5.0, "count": count}}
+        assert codec.decode(codec.encode(Message(2.0, [event]))).events == [event]
+
+
+def test_hello_round_trip() -> None:
+    (event,) = codec.decode(codec.encode(Message(0.0, [edc_hello(0.0)]))).events
+    assert event["type"] == "EDC_HELLO"
+    features = event["data"]["requested_simulation_features"]
+    assert features["dynamic_registration"] and features["acknowledge_dynamic_jobs"]
+    assert not features["forward_profiles_on_simulation_begins"]
+
+
+def _probe(b: flatbuffers.Builder) -> tuple[int, int]:
+    fb.CreateProbeEventStart(b)
+    return fb.Event.CreateProbeEvent, fb.CreateProbeEventEnd(b)
+
+
+def _no_job_id(b: flatbuffers.Builder) -> tuple[int, int]:
+    fb.JobCompletedEventStart(b)
+    return fb.Event.JobCompletedEvent, fb.JobCompletedEventEnd(b)
+
+
+def _bad_utf8(b: flatbuffers.Builder) -> tuple[int, int]:
+    job_id = b.CreateString(b"w0!\xff")
+    fb.JobCompletedEventStart(b)
+    fb.JobCompletedEventAddJobId(b, job_id)
+    return fb.Event.JobCompletedEvent, fb.JobCompletedEventEnd(b)
+
+
+def _unknown_type(b: flatbuffers.Builder) -> tuple[int, int]:
+    fb.JobCompletedEventStart(b)
+    return 200, fb.JobCompletedEventEnd(b)
+
+
+@pytest.mark.parametrize("raw, field, match", [
+    (_message(_probe), "events[0] (CreateProbeEvent)", "CreateProbeEvent is not modelled"),
+    (_message(_no_job_id), "events[0] (JobCompletedEvent).job_id", "required field 'job_id' is missing"),
+    (_message(_bad_utf8), "events[0] (JobCompletedEvent)", "not UTF-8"),
+    (_message(_unknown_type), "events[0]", "unknown event type 200"),
+    (b"\x01\x02", "message", "too short"),
+    (b"\xff\xff\x00\x00" + bytes(8), "message", "outside the 12-byte buffer"),
+    (_message(_completed_without_state)[:-12], "events[0] (JobCompletedEvent)", "fails verification"),
+], ids=["probe", "required", "utf8", "union", "short", "root", "truncated"])
+def test_broken_buffers_are_refused_naming_the_field(raw: bytes, field: str, match: str) -> None:
+    decoder = Decoder(codec)
+    decoder.decode(_message(_requested_call_without_flag))
+    with pytest.raises(ProtocolError, match=match) as caught:
+        decoder.decode(raw)
+    assert caught.value.field == field
+    assert str(caught.value).startswith(f"batprotocol protocol, message 2, field {field!r}: ")
+
+
+def test_events_batprotocol_lacks_are_refused_when_sending() -> None:
+    notify = {"timestamp": 0.0, "type": "NOTIFY", "data": {"type": "continue_registration"}}
+    with pytest.raises(ProtocolError, match="continue_registration"):
+        codec.encode(Message(0.0, [notify]))
+    with pytest.raises(ProtocolError, match="batprotocol has no event QUERY"):
+        codec.encode(Message(0.0, [{"timestamp": 0.0, "type": "QUERY", "data": {}}]))
