@@ -246,3 +246,59 @@ def test_scripts_also_work_under_bash(launcher_name: str, workdir: Path, probe_d
         rec = json.loads(f.read_text())
         assert rec["env"]["PROBE_FROM_PRE"] == "x y"
         assert [bytes.fromhex(a) for a in rec["argv"]] == [a.encode() for a in HOSTILE]
+
+
+# -- pre/post-launch scripts are sourced by bash when bash exists (as in psij-python) ------
+def test_pre_launch_export_f_reaches_every_rank(run_launcher: RunLauncher, launcher: str,
+                                               workdir: Path, probe_dir: Path) -> None:
+    """psij-python's user-guide example: a function exported with ``export -f`` in
+    pre-launch is callable by each rank's bash (dash has no ``export -f``)."""
+    pre = write(workdir / "pre.sh",
+                'greet() { echo "hello $1" >> "$PROBE_DIR/greetings"; }\nexport -f greet\n')
+    r = run_launcher(launcher, pre=pre, n=3, argv=["/bin/bash", "-c", "greet rank"])
+    assert r.returncode == 0, r.stderr
+    greetings = (probe_dir / "greetings").read_text().splitlines()
+    assert greetings == ["hello rank"] * ranks(launcher)
+
+
+def test_module_init_style_pre_and_post_launch(run_launcher: RunLauncher, launcher: str,
+                                              workdir: Path) -> None:
+    """What module/Lmod init scripts do: ``source`` a bash file found through
+    ``BASH_SOURCE``, ``[[ ]]``, arrays, a ``module`` shell function."""
+    (workdir / "modules").mkdir()
+    write(workdir / "modules" / "init.bash", '''
+module() {
+    local -a words=("$@")
+    [[ ${words[0]} == load ]] || return 3
+    export LOADEDMODULES="${LOADEDMODULES:+$LOADEDMODULES:}${words[1]}"
+}
+''')
+    pre = write(workdir / "pre.sh",
+                'source "$(dirname "${BASH_SOURCE[0]}")/modules/init.bash"\n'
+                'module load openmpi/4.1\nexport PROBE_FROM_PRE="$LOADEDMODULES"\n')
+    post = write(workdir / "post.sh", 'module load after\necho "$LOADEDMODULES" > post_saw\n')
+    r = run_launcher(launcher, pre=pre, post=post, n=2)
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.records) == list(range(min(2, ranks(launcher))))
+    for rec in r.records.values():
+        assert rec["env"]["PROBE_FROM_PRE"] == "openmpi/4.1"
+    assert (workdir / "post_saw").read_text() == "openmpi/4.1:after\n"
+
+
+def test_without_bash_scripts_are_sourced_by_sh(run_launcher: RunLauncher, workdir: Path,
+                                                tmp_path: Path) -> None:
+    """On a node without bash the launcher stays in /bin/sh (the scripts are POSIX)."""
+    no_bash = tmp_path / "no-bash"
+    no_bash.mkdir()
+    for d in ("/usr/local/bin", "/usr/bin", "/bin"):
+        for tool in Path(d).iterdir():
+            if tool.name != "bash" and not (no_bash / tool.name).exists():
+                (no_bash / tool.name).symlink_to(tool)
+    pre = write(workdir / "pre.sh", 'echo "${BASH_VERSION:-no bash}" > shell_used\n')
+    r = run_launcher("multiple", pre=pre, n=2, env={"PATH": str(no_bash)})
+    assert r.returncode == 0, r.stderr
+    assert (workdir / "shell_used").read_text() == "no bash\n"
+    assert len(r.records) == 2
+    r = run_launcher("multiple", pre=pre, n=2)  # and with bash on PATH: bash
+    assert r.returncode == 0, r.stderr
+    assert (workdir / "shell_used").read_text() not in ("no bash\n", "\n")

@@ -9,9 +9,18 @@
 # together: _hj_pre_launch, _hj_start (once per process it starts), _hj_wait_all,
 # _hj_post_launch_and_exit. See docs/launchers.md for the behaviour these implement.
 #
-# POSIX sh only (Debian's /bin/sh is dash). Every expansion is quoted: the job's
-# arguments are never split, globbed or re-parsed. All names start with _hj_ because
-# the pre- and post-launch scripts are sourced into this very shell.
+# POSIX sh only (Debian's /bin/sh is dash), and the same under bash. Every expansion is
+# quoted: the job's arguments are never split, globbed or re-parsed. All names start
+# with _hj_ because the pre- and post-launch scripts are sourced into this very shell.
+
+# Pre- and post-launch scripts are written for bash: psij-python sources them with bash,
+# and what HPC users put there needs it (module/Lmod init scripts, `export -f`,
+# `[[ ]]`, `source`). So when one is given and bash exists, the launcher re-runs itself
+# under bash, from the top; without one it stays in the lighter /bin/sh.
+if [ -z "${BASH_VERSION-}" ] && { [ -n "${1-}" ] || [ -n "${2-}" ]; } &&
+    command -v bash >/dev/null 2>&1; then
+    exec bash "$0" "$@"
+fi
 
 _hj_me=${0##*/}
 _hj_phase=setup     # setup -> pre -> ranks -> post -> done; read by the traps
