@@ -14,6 +14,7 @@ if [ "$(id -u)" = 0 ]; then
   bash scripts/slurm-cluster.sh up
   . scripts/real-systems.sh
   # one line per real system: real_system NAME [ARGS] && export what the tests need
+  real_system batsim && export PATH=/opt/batsim-4.2.1/bin:$PATH
 else
   echo "test.sh: not root: cannot install OpenMPI or start Slurm; those tests will skip" >&2
 fi

@@ -60,6 +60,9 @@ CASES: dict[str, tuple[list[Reply], str, tuple[str, ...], list[dict[str, Any]] |
     "reply earlier than request": (
         [at_now(), lambda m: (m["now"] - 1, [])], "earlier than the request's 'now'", (),
         [{"id": "a", "subtime": 3, "res": 1, "profile": "d5"}]),
+    "call me later at the current time": (
+        [at_now(), at_now(("CALL_ME_LATER", {"timestamp": 0.0}))], "You asked to be awaken in the past!", (),
+        ONE_JOB),
     "unknown job": (
         [at_now(), at_now(("EXECUTE_JOB", {"job_id": "w0!nope", "alloc": "0"}))], "unknown job 'w0!nope'", (), ONE_JOB),
     "busy resource": (

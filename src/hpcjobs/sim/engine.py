@@ -408,7 +408,10 @@ class Engine:
         job.alloc_text = intervals.format_ids(alloc)
         job.execution = execution
         walltime = job.spec.walltime
-        if walltime != -1 and duration > walltime:
+        if walltime != -1 and duration >= walltime:
+            # Batsim kills a job whose run reaches its walltime, even exactly: a delay
+            # step sleeps only while it ends before the remaining time, a parallel task
+            # waits with the remaining time as timeout (differential test, docs/sim.md)
             job.end_state, job.ret, duration = WALLTIME, -1, walltime
         else:
             job.end_state, job.ret = (SUCCESS if ret == 0 else FAILED), ret
@@ -466,8 +469,11 @@ class Engine:
         when = data.get("timestamp")
         if not isinstance(when, (int, float)) or isinstance(when, bool) or not math.isfinite(when):
             raise ProtocolViolation(f"CALL_ME_LATER: 'timestamp' is missing or not a number ({when!r})")
-        if when < self.now:
-            raise ProtocolViolation(f"CALL_ME_LATER: timestamp {when} is in the past (now is {self.now})")
+        if when <= self.now:
+            # Batsim asserts target_time > now and aborts, even for the current time
+            raise ProtocolViolation(f"CALL_ME_LATER: You asked to be awaken in the past! (you ask: "
+                                    f"{when:f}, it is: {self.now:f}): the timestamp must be later "
+                                    "than the current time")
         self._calls += 1
         call_id = data.get("id")
         self._push(float(when), _CALL, 0, None if call_id is None else self._named(call_id, 0.0, 1))

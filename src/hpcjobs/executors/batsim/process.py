@@ -9,6 +9,7 @@ argument list, never through a shell.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from ...errors import SubmitException
 
-__all__ = ["simulator_command", "spawn", "tail"]
+__all__ = ["simulator_command", "spawn", "tail", "explain"]
 
 #: Batsim 4.2.1 flags: dynamic jobs, acknowledged, with profile reuse (DESIGN.md)
 _DYNAMIC = ["--enable-dynamic-jobs", "--acknowledge-dynamic-jobs", "--enable-profile-reuse"]
@@ -63,3 +64,19 @@ def tail(path: Path, lines: int = 10) -> str:
     except OSError:
         return ""
     return "\n".join(text.strip().splitlines()[-lines:])
+
+
+#: the line a simulator explains its abort with: Batsim's failed assertion (SimGrid's
+#: "[host:actor:(pid) time] file:line: [root/CRITICAL] message", then a backtrace),
+#: or hpcjobs.sim's "hpcjobs.sim: error: message"
+_ABORT = re.compile(r"\[\w+/CRITICAL\] (?P<batsim>.*)|^(?P<sim>hpcjobs\.sim: error: .*)")
+
+
+def explain(path: Path) -> str:
+    """The simulator's own error message from its stderr file, or its last lines."""
+    text = tail(path, lines=200)
+    for line in reversed(text.splitlines()):
+        match = _ABORT.search(line)
+        if match:
+            return (match.group("batsim") or match.group("sim")).strip()
+    return "\n".join(text.splitlines()[-10:])

@@ -44,7 +44,7 @@ from ...batsim_protocol.events import Event, Message
 from ...batsim_protocol.transports.zeromq import RepEndpoint
 from .jobmanager import JobManager, JobRequest, Record
 from .pacing import ClientState, Pacer, WaitTracker
-from .process import spawn, tail
+from .process import explain, spawn
 
 __all__ = ["Session", "SimulatorGone"]
 
@@ -81,6 +81,7 @@ class Session:
         self._now = 0.0  # the simulation's latest time
         self._floor = 0.0  # the reply's 'now' may not be earlier (registration times)
         self._call_at: Optional[float] = None  # pending CALL_ME_LATER
+        self._outbox: list[Event] = []  # client requests already taken for the held reply
         self._finished_sent = False
         self.error: Optional[str] = None  # why the simulation is gone, once it is
         self._sock_dir: Optional[Path] = None
@@ -255,10 +256,13 @@ class Session:
                     self._end("the simulation ended before the job finished", msg.now)
                     return
                 self._deliver(waited=True)  # what waiting clients wait for, first
-                if not self._hold(early=True):
-                    # the reply must wait for the client: it sees every change meanwhile
-                    self._deliver()
-                    self._hold(early=False)
+                while True:
+                    if not self._hold(early=True):
+                        # the reply must wait for the client: it sees every change meanwhile
+                        self._deliver()
+                        self._hold(early=False)
+                    if not self._take_requests(msg.now):
+                        break
                 # the reply goes now; the changes nobody waits for are reported while
                 # the simulator computes (another core)
                 self._send(self._reply(msg.now, decisions))
@@ -290,7 +294,23 @@ class Session:
         """Whether a reply now would leave Batsim nothing to do (it would end the
         simulation, or deadlock): nothing running, registered, cancelled or called for."""
         client = self._client
-        return not (self.jm.busy or self._call_at is not None or client.closing or client.actions)
+        return not (self.jm.busy or self._call_at is not None or client.closing or client.actions
+                    or any(e["type"] in _WAKING for e in self._outbox))
+
+    def _take_requests(self, t: float) -> bool:
+        """Turn what the client asked into events of the held reply, and report what
+        that changes at once (a queued job's cancel ends it here): the client sees it
+        before the reply lets the simulation move on, and may add to the same reply.
+        (Batsim refuses a CALL_ME_LATER at the current time, so the reply cannot ask to
+        come back at this instant.) False when nothing was asked."""
+        with self._lock:
+            with self._pace:
+                if not self._client.actions:
+                    return False
+                self._client.actions = False
+            self._outbox += self.jm.flush(max(t, self._floor))
+            self.jm.deliver()
+        return True
 
     def _deliver(self, waited: bool = False) -> None:
         """Report the pending status changes; with ``waited``, only up to the last
@@ -323,14 +343,10 @@ class Session:
                 self._client.actions = False
                 closing = self._client.closing
             now = max(t, self._floor)
-            requested = self.jm.flush(now)
+            requested = self._outbox + self.jm.flush(now)
+            self._outbox = []
             events = decisions + requested
             tick = self._pacer.tick
-            if tick is None and requested and not self._finished_sent:
-                # virtual time: what the client asked may end jobs right now (a queued
-                # job's cancel); come back at this same time before Batsim moves on, so
-                # the client sees it before anything later happens
-                events.append(protocol.call_me_later(now, now))
             if closing and not self._finished_sent:
                 # Batsim ends the simulation once registration is over and jobs are done
                 events.append(protocol.notify(now, "registration_finished"))
@@ -366,7 +382,7 @@ class Session:
 
     def _death(self) -> str:
         code = self.process.poll()
-        last = tail(self.stderr_path)
+        last = explain(self.stderr_path)
         return f"the simulator ended ({describe_exit(code)})" + (f": {last}" if last else
                                                                   " (no error output)")
 
