@@ -154,7 +154,8 @@ def test_periodic_calls_round_trip() -> None:
 
 
 def test_hello_round_trip() -> None:
-    (event,) = codec.decode(codec.encode(Message(0.0, [edc_hello(0.0)]))).events
+    hello = edc_hello(0.0, dynamic_registration=True, acknowledge_dynamic_jobs=True)
+    (event,) = codec.decode(codec.encode(Message(0.0, [hello]))).events
     assert event["type"] == "EDC_HELLO"
     features = event["data"]["requested_simulation_features"]
     assert features["dynamic_registration"] and features["acknowledge_dynamic_jobs"]

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, Optional
 from .. import __version__
 
 __all__ = ["Event", "Message", "EventType", "EVENTS", "NOT_JSON", "BATSIM", "DECISION",
-           "notify", "edc_hello",
+           "notify", "edc_hello", "simulation_error",
            "register_profile", "register_job", "execute_job", "kill_jobs", "reject_job",
            "call_me_later"]
 
@@ -83,6 +83,12 @@ def _event(t: float, kind: str, data: dict[str, Any]) -> Event:
     return {"timestamp": t, "type": kind, "data": data}
 
 
+# -- Batsim -> decision process ------------------------------------------------------
+def simulation_error(t: float, error: str) -> Event:
+    """batprotocol's SimulationError: Batsim stops because of ``error``."""
+    return _event(t, "SIMULATION_ERROR", {"error": error})
+
+
 # -- either side ---------------------------------------------------------------------
 def notify(t: float, kind: str) -> Event:
     """NOTIFY ``kind`` (``registration_finished``, ``continue_registration``, ...)."""
@@ -90,13 +96,13 @@ def notify(t: float, kind: str) -> Event:
 
 
 # -- decision process -> Batsim ------------------------------------------------------
-def edc_hello(t: float) -> Event:
-    """batprotocol's EDC hello (the decision process's first reply) asking for what
-    the executor needs: dynamic registration, acknowledged, with profile reuse."""
+def edc_hello(t: float, **features: bool) -> Event:
+    """batprotocol's EDC hello (the decision process's first reply) asking for
+    ``features`` (``dynamic_registration``, ``acknowledge_dynamic_jobs``,
+    ``profile_reuse``, ``forward_profiles_on_job_submission``, ...)."""
     return _event(t, "EDC_HELLO", {
         "decision_component_name": "hpcjobs", "decision_component_version": __version__,
-        "requested_simulation_features": {"dynamic_registration": True, "acknowledge_dynamic_jobs": True,
-                                          "profile_reuse": True}})
+        "requested_simulation_features": features})
 
 
 def register_profile(t: float, workload: str, name: str, profile: dict[str, Any]) -> Event:

@@ -10,6 +10,8 @@ import time
 from typing import NoReturn
 
 from ..batsim_protocol.codecs import get_codec
+from ..batsim_protocol.errors import ProtocolError
+from ..batsim_protocol.events import Message, simulation_error
 from ..batsim_protocol.platform import parse_platform
 from ..batsim_protocol.transports.zeromq import ReqChannel
 from . import BATSIM_VERSION
@@ -99,6 +101,12 @@ def run(argv: list[str]) -> int:
                 options = hello(channel, options)
             engine = Engine(platform, workloads, options)
             serve(engine, channel)
+        except ProtocolError as exc:
+            if args.protocol == "batprotocol":
+                # Batsim 5 tells the decision process why it stops
+                now = 0.0 if engine is None else engine.now
+                channel.farewell(Message(now, [simulation_error(now, str(exc))]))
+            raise
         except Deadlock:
             # Batsim still writes its outputs after SimGrid's deadlock (fixtures: nofinish)
             assert engine is not None

@@ -41,6 +41,9 @@ class Channel(Protocol):
     def exchange(self, message: Message) -> Message:
         """Send ``message`` and return the reply; ``PeerGone`` if there is none."""
 
+    def farewell(self, message: Message) -> None:
+        """Send a last message that expects no reply (best effort)."""
+
     def close(self) -> None:
         """Release the connection."""
 

@@ -65,6 +65,15 @@ class ReqChannel:
         self.waited += time.monotonic() - start
         return self._decoder.decode(raw)
 
+    def farewell(self, message: Message) -> None:
+        """Send ``message`` without waiting for a reply (batprotocol's SimulationError
+        before Batsim stops): best effort, for up to a second."""
+        try:
+            self._sock.send(self._encode(message), zmq.NOBLOCK)
+            self._sock.setsockopt(zmq.LINGER, 1000)
+        except zmq.ZMQError:
+            pass
+
     def _check_monitor(self) -> None:
         while self._monitor.poll(0):
             event = recv_monitor_message(self._monitor)

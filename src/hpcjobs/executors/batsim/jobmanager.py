@@ -112,8 +112,11 @@ class Record:
 class JobManager:
     """Records, the scheduler conversation, and the decisions for Batsim."""
 
-    def __init__(self, scheduler: Scheduler, report: Report) -> None:
+    def __init__(self, scheduler: Scheduler, report: Report, adopt_static: bool = False) -> None:
         self.scheduler = scheduler
+        #: schedule the workload's own jobs too (a standalone decision process, :mod:`.decide`)
+        self._adopt = adopt_static
+        self._cores = 1
         self.records: dict[str, Record] = {}
         self._by_number: dict[int, Record] = {}
         self._report = report
@@ -135,6 +138,7 @@ class JobManager:
     def begin(self, begins: dict[str, Any], cores: int) -> None:
         """SIMULATION_BEGINS: tell the scheduler the inventory, hello, ready."""
         resources = begins.get("compute_resources", [])
+        self._cores = cores
         self._hosts = [r["name"] for r in sorted(resources, key=lambda r: int(r["id"]))]
         self.scheduler.inventory([{"rank": int(r["id"]), "name": r["name"], "cores": cores}
                                   for r in resources])
@@ -166,6 +170,19 @@ class JobManager:
         self.live += 1
         record.status = JobStatus(JobState.QUEUED, t, metadata={"native_state": "SUBMITTED"})
         self._report(job, record.status, False)  # now: submit() returns it QUEUED
+        return record
+
+    def _adopt_job(self, data: dict[str, Any]) -> Record:
+        """A job of a static workload (no PSI/J job): scheduled like the others."""
+        job = data["job"]
+        walltime = job.get("walltime", -1)
+        number = len(self.records) + 1
+        request = JobRequest(int(job["res"]), math.inf if walltime == -1 else float(walltime), {},
+                             [data["job_id"]], data["job_id"], self._cores)
+        record = Record(number, data["job_id"], request, float(job.get("subtime", 0.0)))
+        self.records[record.native_id] = record
+        self._by_number[number] = record
+        self.live += 1
         return record
 
     def attach(self, native_id: str, job: Job) -> bool:
@@ -263,6 +280,8 @@ class JobManager:
     # -- Batsim events -----------------------------------------------------------------
     def _submitted(self, event: Event, now: float, out: list[Event]) -> None:
         record = self.records.get(event["data"]["job_id"])
+        if record is None and self._adopt:
+            record = self._adopt_job(event["data"])
         if record is None or record.phase != "registered":
             return
         record.phase = "submitted"

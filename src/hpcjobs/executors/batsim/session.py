@@ -228,7 +228,9 @@ class Session:
         try:
             msg = self._recv()
             if self._hello:
-                self._send(Message(msg.now, [protocol.edc_hello(msg.now)]))
+                # what the executor needs: dynamic registration, acknowledged, profile reuse
+                self._send(Message(msg.now, [protocol.edc_hello(
+                    msg.now, dynamic_registration=True, acknowledge_dynamic_jobs=True, profile_reuse=True)]))
                 msg = self._recv()
             begins = [e for e in msg.events if e["type"] == "SIMULATION_BEGINS"]
             if not begins:
@@ -369,9 +371,14 @@ class Session:
     # -- I/O ---------------------------------------------------------------------------
     def _recv(self) -> Message:
         try:
-            return self._channel.receive(self._check_alive)
+            msg = self._channel.receive(self._check_alive)
         except ProtocolError as e:
             raise SimulatorGone(f"the simulator broke the protocol: {e}") from None
+        if self._hello:  # batprotocol: Batsim says why it stops
+            for event in msg.events:
+                if event["type"] == "SIMULATION_ERROR":
+                    raise SimulatorGone(f"the simulator stopped: {event['data']['error']}")
+        return msg
 
     def _check_alive(self) -> None:
         if self.process.poll() is not None:
