@@ -1,10 +1,21 @@
 """Benchmark: submission throughput of the Slurm executor against a raw sbatch loop.
 
-Submits N held jobs (so the cluster stays idle while we measure) with a plain
-``sbatch --hold`` over a ready-made script and N with hpcjobs (render the script, make
-the job directory, sbatch), alternating, in the same run; cancels them all afterwards.
-Prints one JSON line: jobs per second of each and their ratio, and the ratio of the
-median submission times (target >= 0.9: a lone submit pays nothing for job arrays).
+First the submit loops: N jobs with a plain ``sbatch`` loop over a ready-made script and
+N with hpcjobs' ``submit()`` (render the script, make the job directory, sbatch), in the
+same run, cancelling each loop's jobs after it. The loops run one after the other, not
+interleaved (the executor's monitor thread must not run, and cost, during a raw loop),
+in the order raw, hpcjobs, hpcjobs, raw, ... (``--rounds`` pairs) so that a drift in
+the machine's load evens out. The jobs are not held: they run (a short sleep) while the
+loop submits, and each has its own walltime, so no two could share a job array.
+
+* ``ratio``: hpcjobs' jobs per second over the raw loop's (target >= 0.9), and the
+  ratio of the median submission times;
+* ``hpcjobs_growth``: per loop, the median submit time of the last 250 over that of the
+  first 250 (target <= 1.2: the thousandth submit costs what the first did), and the
+  raw loop's for comparison;
+* ``status_commands``: per hpcjobs loop, the squeue/sacct commands the executor ran
+  during the burst (counted by a PATH wrapper) and their rate (target: a handful per
+  second, never one per submit).
 
 Then the bursts (docs/arrays.md): ``--burst`` held jobs submitted with one
 ``submit_many`` call, of one shape and of ten shapes (walltimes), against a raw loop of
@@ -12,7 +23,8 @@ as many ``sbatch --hold`` calls in the same run: the wall time of each (the jobs
 built before the clock starts), their ratio (targets >= 20 and >= 10) and the number
 of sbatch calls hpcjobs made (counted by a PATH wrapper; target <= 5 for one shape).
 
-    .venv/bin/python bench/slurm_submit.py [--jobs 200] [--burst 1000]
+    .venv/bin/python bench/slurm_submit.py [--jobs 1000] [--rounds 2] [--held]
+                                           [--burst 1000]
 """
 
 from __future__ import annotations
@@ -32,29 +44,77 @@ from typing import Any
 from hpcjobs import Job, JobAttributes, JobExecutor, JobSpec
 
 
-def compare(n: int, directory: Path) -> tuple[list[float], list[float], list[str]]:
-    """Seconds of each of n raw sbatch calls and of n hpcjobs submits, interleaved one
-    by one so that both see the same queue length and machine load."""
+STATUS_COMMANDS = ("squeue", "sacct")
+EDGE = 250  # the first and the last this many submits are compared
+
+
+def count_status_commands(root: Path) -> Path:
+    """Put wrappers of the status commands first in PATH; returns the file they append
+    a line to on each call."""
+    counter = root / "status-commands"
+    wrappers = root / "bin"
+    wrappers.mkdir()
+    for name in STATUS_COMMANDS:
+        real = shutil.which(name)
+        assert real, f"{name} is not installed"
+        (wrappers / name).write_text(f'#!/bin/sh\necho {name} >> "{counter}"\nexec {real} "$@"\n')
+        (wrappers / name).chmod(0o755)
+    os.environ["PATH"] = f"{wrappers}{os.pathsep}{os.environ['PATH']}"
+    return counter
+
+
+def lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def job_args(i: int) -> tuple[str, timedelta]:
+    """Job i's sleep (a few tenths of a second: the jobs run and end during the burst)
+    and walltime (its own: no job array could hold two of these jobs)."""
+    return f"{i % 10 / 10:.1f}", timedelta(minutes=10, seconds=i % 3600)
+
+
+def raw_loop(n: int, directory: Path, held: bool) -> tuple[list[float], list[str]]:
+    """Seconds of each of n plain sbatch calls over one ready-made script."""
     script = directory / "raw.sh"
-    script.write_text("#!/bin/bash\n#SBATCH --time=0:10:00\n/bin/true\n")
-    raw_argv = ["sbatch", "--parsable", "--hold", f"--output={directory}/raw.out", str(script)]
-    attributes = JobAttributes(custom_attributes={"slurm.hold": True})
-    raw_s: list[float] = []
-    ours_s: list[float] = []
+    script.write_text('#!/bin/bash\nsleep "$1"\n')
+    seconds: list[float] = []
     ids: list[str] = []
-    with JobExecutor.get_instance("slurm", config={"work_directory": directory / "work"}) as ex:
-        for i in range(n + 1):  # the first round warms up (imports, template parsing)
+    for i in range(n + 1):  # the first call warms up
+        pause, walltime = job_args(i)
+        minutes, secs = divmod(int(walltime.total_seconds()), 60)
+        argv = ["sbatch", "--parsable", *(["--hold"] if held else []),
+                f"--time={minutes}:{secs:02d}", f"--output={directory}/raw.out",
+                str(script), pause]
+        t0 = time.perf_counter()
+        p = subprocess.run(argv, capture_output=True, text=True, check=True)
+        if i:
+            seconds.append(time.perf_counter() - t0)
+        ids.append(p.stdout.strip().split(";")[0])
+    return seconds, ids
+
+
+def hpcjobs_loop(n: int, directory: Path, held: bool,
+                 counter: Path) -> tuple[list[float], list[str], int, float]:
+    """Seconds of each of n submits through one executor; also the status commands it
+    ran during the burst and the burst's length."""
+    custom = {"slurm.hold": True} if held else {}
+    seconds: list[float] = []
+    ids: list[str] = []
+    with JobExecutor.get_instance("slurm", config={"work_directory": directory}) as ex:
+        before = lines(counter)
+        start = time.perf_counter()
+        for i in range(n + 1):  # the first submit warms up (imports, template parsing)
+            pause, walltime = job_args(i)
+            job = Job(JobSpec("/bin/sleep", [pause], attributes=JobAttributes(
+                duration=walltime, custom_attributes=custom)))
             t0 = time.perf_counter()
-            p = subprocess.run(raw_argv, capture_output=True, text=True, check=True)
-            t1 = time.perf_counter()
-            job = Job(JobSpec("/bin/true", attributes=attributes))
             ex.submit(job)
-            t2 = time.perf_counter()
             if i:
-                raw_s.append(t1 - t0)
-                ours_s.append(t2 - t1)
-            ids += [p.stdout.strip().split(";")[0], str(job.native_id)]
-    return raw_s, ours_s, ids
+                seconds.append(time.perf_counter() - t0)
+            ids.append(str(job.native_id))
+        burst = time.perf_counter() - start
+        queries = lines(counter) - before
+    return seconds, ids, queries, burst
 
 
 def raw_burst(n: int, shapes: int, directory: Path, sbatch: str) -> tuple[float, list[str]]:
@@ -113,35 +173,75 @@ def bursts(n: int, directory: Path) -> dict[str, Any]:
     return out
 
 
+def growth(seconds: list[float]) -> float:
+    """The median of the last EDGE submit times over that of the first EDGE."""
+    edge = min(EDGE, len(seconds) // 2)
+    return statistics.median(seconds[-edge:]) / statistics.median(seconds[:edge])
+
+
 def cancel(ids: list[str]) -> None:
     for i in range(0, len(ids), 500):
         subprocess.run(["scancel", *ids[i:i + 500]], check=False)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=200)
-    parser.add_argument("--burst", type=int, default=1000)
-    args = parser.parse_args()
+def loops(args: argparse.Namespace, root: Path) -> dict[str, Any]:
+    """The submit loops: raw sbatch against hpcjobs' submit(), ABBA..."""
     n = args.jobs
-    with tempfile.TemporaryDirectory(prefix="hpcjobs-bench-") as tmp:
-        directory = Path(tmp)
-        raw_s, ours_s, ids = compare(n, directory)
-        cancel(ids)
-        burst = bursts(args.burst, directory) if args.burst else {}
-    raw_rate, ours_rate = n / sum(raw_s), n / sum(ours_s)
-    # the medians are robust to other load on the machine (a 2-core CI box)
-    median_ratio = statistics.median(raw_s) / statistics.median(ours_s)
-    print(json.dumps({
-        "benchmark": "slurm_submit", "jobs": n,
+    raw_s: list[float] = []
+    ours_s: list[float] = []
+    growths: list[float] = []
+    raw_growths: list[float] = []
+    queries: list[int] = []
+    bursts: list[float] = []
+    counter = count_status_commands(root)
+    # the loops run one after the other (no executor thread may run during a raw loop),
+    # in the order ABBA... so that a drift in the machine's load evens out
+    for r in range(args.rounds):
+        for which in ("raw", "hpcjobs") if r % 2 == 0 else ("hpcjobs", "raw"):
+            if which == "raw":
+                seconds, ids = raw_loop(n, root, args.held)
+                raw_s += seconds
+                raw_growths.append(growth(seconds))
+            else:
+                seconds, ids, count, burst = hpcjobs_loop(n, root / f"work{r}", args.held,
+                                                          counter)
+                ours_s += seconds
+                growths.append(growth(seconds))
+                queries.append(count)
+                bursts.append(burst)
+            cancel(ids)
+    raw_rate, ours_rate = len(raw_s) / sum(raw_s), len(ours_s) / sum(ours_s)
+    # the medians are robust to other load on the machine (a shared 2-core box)
+    return {
+        "jobs": n, "rounds": args.rounds, "held": args.held,
         "raw_sbatch_jobs_per_s": round(raw_rate, 1),
         "hpcjobs_jobs_per_s": round(ours_rate, 1),
-        "ratio": round(ours_rate / raw_rate, 3),
+        "ratio": round(ours_rate / raw_rate, 3), "target_ratio": 0.9,
         "raw_median_ms": round(statistics.median(raw_s) * 1000, 2),
         "hpcjobs_median_ms": round(statistics.median(ours_s) * 1000, 2),
-        "median_ratio": round(median_ratio, 3), "target_ratio": 0.9,
-        **burst,
-    }))
+        "median_ratio": round(statistics.median(raw_s) / statistics.median(ours_s), 3),
+        "hpcjobs_growth": [round(g, 3) for g in growths],
+        "raw_growth": [round(g, 3) for g in raw_growths], "target_growth": 1.2,
+        "burst_s": [round(b, 1) for b in bursts],
+        "status_commands": queries,
+        "status_commands_per_s": [round(q / b, 2) for q, b in zip(queries, bursts)],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=1000, help="jobs per submit loop")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="pairs of loops: raw then hpcjobs, then hpcjobs then raw, ...")
+    parser.add_argument("--held", action="store_true",
+                        help="the loops submit held jobs (the cluster stays idle)")
+    parser.add_argument("--burst", type=int, default=1000, help="jobs per submit_many burst")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="hpcjobs-bench-", ignore_cleanup_errors=True) as tmp:
+        directory = Path(tmp)
+        results = loops(args, directory) if args.jobs else {}
+        burst = bursts(args.burst, directory) if args.burst else {}
+    print(json.dumps({"benchmark": "slurm_submit", **results, **burst}))
 
 
 if __name__ == "__main__":

@@ -7,16 +7,19 @@
 # ("<status> <signal the script caught, or ->") when it ends, also after a SIGTERM
 # (walltime, cancel). Slurm sends that SIGTERM to this shell only: the job runs in the
 # background so that the trap runs at once and passes the signal on.
+# After each, a note to the submitting executor's monitor so that it looks at this job's
+# files without scanning every job's (batch/changes.py); no notes directory, no note.
 _hj_dir=/home/user/.hpcjobs/work/slurm/job-1
 _hj_caught=-
 _hj_pid=
+_hj_changed() { :; }
 _hj_record() {
     printf '%s %s\n' "$1" "$_hj_caught" >"$_hj_dir/exitcode.tmp" &&
-        mv -f "$_hj_dir/exitcode.tmp" "$_hj_dir/exitcode"
+        mv -f "$_hj_dir/exitcode.tmp" "$_hj_dir/exitcode" && _hj_changed
 }
 trap '_hj_caught=TERM; _hj_woken=1; [ -z "$_hj_pid" ] || kill -s TERM "$_hj_pid" 2>/dev/null' TERM
 trap '_hj_record "$?"' EXIT
-printf '%s\n' "$$" >"$_hj_dir/started"
+printf '%s\n' "$$" >"$_hj_dir/started" && _hj_changed
 export HPCJOBS_JOB_DIR="$_hj_dir"
 [ "$_hj_caught" = - ] || exit 143
 /bin/sh <hpcjobs launchers>/srun.sh '' '' 3 1 -- /opt/app &

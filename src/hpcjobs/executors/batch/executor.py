@@ -2,19 +2,25 @@
 
 How status works (docs/slurm.md has the full story):
 
-* The job script records its own life in its job directory (jobdir.py). One monitor
-  thread per executor looks at the live jobs' directories every
-  ``file_poll_interval`` seconds (a stat or two per job, no scheduler load): a job's
-  start and end are seen within about that time.
-* The scheduler's status command runs as ONE bulk query for all live jobs (in chunks
-  of ``query_chunk_size``), soon after a submit, attach or cancel, then with a doubling
-  interval up to ``max_query_interval``: it reconciles what the files cannot tell
-  (held, cancelled while pending, killed before the script could write, node failure,
-  why a SIGTERM came).
+* The job script records its own life in its job directory (jobdir.py) and leaves a
+  note in its executor's notes directory (changes.py). One monitor thread per executor
+  lists that directory every ``file_poll_interval`` seconds and looks at the files of
+  the noted jobs only (no scheduler load): a job's start and end are seen within about
+  that time, and a tick costs what changed, not what is in flight. (Attached jobs,
+  whose scripts note their changes for another executor, have their files looked at
+  on every tick.)
+* The scheduler's status command reconciles what the files cannot tell (held,
+  cancelled while pending, killed before the script could write, node failure, why a
+  SIGTERM came). Each job has its own next query time: ``min_query_interval`` after its
+  submit, at once after an attach, soon after a cancel, then with a doubling interval
+  up to ``max_query_interval``. The jobs due within half the minimum interval of each
+  other are asked in ONE command (in chunks of ``query_chunk_size``), so a burst of
+  submits costs a query every second or so, never one per submit; a submit never
+  wakes the monitor (it looks at its new jobs on its next tick anyway).
 * A job whose exit record says it was killed by a signal (or its script caught
   SIGTERM) is not final until the scheduler's status says why (out of memory, walltime,
-  preemption, node failure, cancel: final_status.py joins the two); that is the same
-  bulk query, asked for at once.
+  preemption, node failure, cancel: final_status.py joins the two); its query is
+  asked for at once.
 * A job missing from the queue is never assumed completed: its exit-code file; else
   one accounting query; else, once it has been missing for the scheduler's retention
   time, FAILED with a message saying its exit status is unknown.
@@ -27,6 +33,8 @@ A backend implements the hooks in the "backend hooks" section below.
 from __future__ import annotations
 
 import dataclasses
+import heapq
+import itertools
 import logging
 import os
 import threading
@@ -48,6 +56,7 @@ from ...state import JobState, JobStatus
 from ...final_status import describe_exit, needs_cause
 from . import arrays
 from .arrays import BurstCollector, Staged, chunks
+from .changes import ChangeNotes
 from .jobdir import SCRIPT, ExitRecord, JobDir
 from .native import NativeStatus
 from .script import Expandable, render
@@ -61,10 +70,10 @@ class BatchConfig(JobExecutorConfig):
     """Settings shared by the batch backends.
 
     ``file_poll_interval``: seconds between looks at the live jobs' files.
-    ``min_query_interval`` / ``max_query_interval``: the scheduler status query runs
-    this soon after a submit/attach, then doubles its interval up to the maximum.
-    ``blind_query_interval``: the maximum instead while a live job has no job files
-    (attached, submitted by other means): the scheduler is then its only witness.
+    ``min_query_interval`` / ``max_query_interval``: a job's status is asked of the
+    scheduler this soon after its submit, then with a doubling interval up to the maximum.
+    ``blind_query_interval``: the maximum instead for a job without job files (attached,
+    submitted by other means): the scheduler is then its only witness.
     ``command_timeout``: seconds any scheduler command may take.
     ``query_chunk_size``: job ids per status command (ARG_MAX, scheduler RPC size).
     ``burst_window``: seconds a burst of concurrent submits stays open to share one
@@ -86,14 +95,17 @@ class _Tracked:
     """What the monitor knows about one live native job (shared by the Job objects that
     follow it: the submitted one and attached copies)."""
 
-    __slots__ = ("native_id", "jobs", "job_dir", "unlinked", "started", "exit_mtime", "record",
-                 "ended", "missing_since", "asked_accounting", "warned", "record_seen")
+    __slots__ = ("native_id", "jobs", "job_dir", "started", "exit_mtime", "record",
+                 "ended", "missing_since", "asked_accounting", "warned", "record_seen",
+                 "due", "interval")
 
-    def __init__(self, native_id: str, job: Job, job_dir: Optional[JobDir]) -> None:
+    def __init__(self, native_id: str, job: Job, job_dir: Optional[JobDir],
+                 interval: float) -> None:
         self.native_id = native_id
         self.jobs = [job]
         self.job_dir = job_dir
-        self.unlinked = False  # ids/<native id> not written yet
+        self.due = float("inf")  # when to ask the scheduler next (monotonic)
+        self.interval = interval  # the current query interval (doubles, see BatchConfig)
         self.started = False
         self.exit_mtime: Optional[float] = None
         # an exit record that needs the scheduler's why (a signal), and when it was seen
@@ -118,9 +130,17 @@ class BatchSchedulerExecutor(JobExecutor):
                  config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> None:
         super().__init__(url, config)
         self._lock = threading.Lock()
-        self._tracked: dict[str, _Tracked] = {}
-        self._next_query = float("inf")
-        self._interval = self.config.min_query_interval
+        self._tracked: dict[str, _Tracked] = {}  # by native id
+        self._noting: dict[str, _Tracked] = {}  # jobs whose scripts note changes, by job dir
+        self._submitting: set[str] = set()  # job dirs staged, not yet accepted or released
+        self._polled: dict[str, _Tracked] = {}  # jobs with files but no notes (attached)
+        self._unlinked: list[_Tracked] = []  # ids/<native id> not written yet
+        # (due time, tie-breaker, job): the status queries to come; an entry is stale
+        # once its job ended or was rescheduled (its due differs)
+        self._queries: list[tuple[float, int, _Tracked]] = []
+        self._order = itertools.count()
+        self._wake_at = float("inf")  # when the monitor's next tick comes (monotonic)
+        self._changes: Optional[ChangeNotes] = None  # made on the first submit
         self._accounting: Optional[bool] = None  # None: not probed yet
         self._monitor = PeriodicTask(f"hpcjobs-{self.name}-{self._instance}-monitor", self._tick)
         self._monitor_finalizer = weakref.finalize(self, self._monitor.stop, False)
@@ -242,12 +262,16 @@ class BatchSchedulerExecutor(JobExecutor):
         """Check and claim ``job``, write its directory and script."""
         with self._submission(job) as spec:
             job_dir = JobDir.create(self.work_directory, job.id)
+            name = job_dir.path.name
             try:
                 directives = self._directives(spec, job_dir)
-                job_dir.write_script(self._render(spec, job_dir, directives))
+                note = self._change_notes().note_for(name)
+                job_dir.write_script(self._render(spec, job_dir, directives, note))
             except BaseException:
                 job_dir.remove()
                 raise
+        with self._lock:  # its notes may come before the submit command returns
+            self._submitting.add(name)
         shape = None
         if self.array_variables is not None:
             shape = arrays.shape(directives, self.per_job_directives)
@@ -283,7 +307,6 @@ class BatchSchedulerExecutor(JobExecutor):
             for item in batch:
                 if not item.done:
                     self._reject(item, SubmitException(f"job {item.job.id} was not submitted"))
-        self._query_soon(self.config.min_query_interval)
 
     def _send_alone(self, item: Staged) -> None:
         try:
@@ -335,24 +358,39 @@ class BatchSchedulerExecutor(JobExecutor):
         """``item`` was submitted as ``native_id``: the job is QUEUED and followed."""
         job = item.job
         job._bind(self, native_id)
-        tracked = _Tracked(native_id, job, item.job_dir)
-        tracked.unlinked = not linked  # the monitor links the id to the directory, off this path
+        tracked = _Tracked(native_id, job, item.job_dir, self.config.min_query_interval)
+        name = item.job_dir.path.name
         with self._lock:
             self._tracked[native_id] = tracked
+            self._submitting.discard(name)
+            self._noting[name] = tracked
+            if not linked:  # the monitor links the id to the directory, off this path
+                self._unlinked.append(tracked)
+            wake = self._schedule(tracked, self.config.min_query_interval)
         item.native_id = native_id
         self._set_job_status(job, JobStatus(JobState.QUEUED))
         item.done = True
+        if wake:  # (not while the monitor ticks every file_poll_interval anyway)
+            self._monitor.poke()
 
     def _reject(self, item: Staged, error: SubmitException) -> None:
         self._release(item)
         item.error = error
         item.done = True
 
-    @staticmethod
-    def _release(item: Staged) -> None:
+    def _release(self, item: Staged) -> None:
         """Undo the staging of a job that was not submitted: it is NEW and unbound."""
+        with self._lock:
+            self._submitting.discard(item.job_dir.path.name)
         item.job_dir.remove()
         item.job._executor = None
+
+    def _change_notes(self) -> ChangeNotes:
+        with self._lock:
+            if self._changes is None:
+                self._changes = ChangeNotes(self.work_directory)
+                weakref.finalize(self, self._changes.remove)
+            return self._changes
 
     def cancel(self, job: Job) -> None:
         native_id = job.native_id
@@ -364,7 +402,11 @@ class BatchSchedulerExecutor(JobExecutor):
             raise SubmitException(f"cannot cancel job {job.id} ({self.name} job {native_id})",
                                   e, transient=e.returncode is None) from e
         log.info("job %s (%s job %s): cancel requested", job.id, self.name, native_id)
-        self._query_soon(0.5)
+        with self._lock:
+            tracked = self._tracked.get(native_id)
+            wake = tracked is not None and self._schedule(tracked, 0.5)
+        if wake:
+            self._monitor.poke()
 
     def list(self) -> List[str]:
         try:
@@ -389,9 +431,14 @@ class BatchSchedulerExecutor(JobExecutor):
         job_dir = self._find_job_dir(native_id)
         log.info("job %s attached to %s job %s (%s)", job.id, self.name, native_id,
                  f"job files in {job_dir.path}" if job_dir else "no job files")
+        tracked = _Tracked(native_id, job, job_dir, self.config.min_query_interval)
         with self._lock:
-            self._tracked[native_id] = _Tracked(native_id, job, job_dir)
-        self._query_soon(0.0)
+            self._tracked[native_id] = tracked
+            if job_dir is not None:  # (its script notes its changes for another executor)
+                self._polled[native_id] = tracked
+            wake = self._schedule(tracked, 0.0)
+        if wake:
+            self._monitor.poke()
 
     # ===================================================================== the job script
     def render_script(self, spec: JobSpec, job_dir: Path) -> str:
@@ -400,10 +447,11 @@ class BatchSchedulerExecutor(JobExecutor):
         spec.validate()
         self._validate(spec)
         job_dir_ = JobDir(job_dir)
-        return self._render(spec, job_dir_, self._directives(spec, job_dir_))
+        return self._render(spec, job_dir_, self._directives(spec, job_dir_), None)
 
-    def _render(self, spec: JobSpec, job_dir: JobDir, directives: dict[str, Any]) -> str:
-        return render(self.template, {**directives, **self._body(spec, job_dir)})
+    def _render(self, spec: JobSpec, job_dir: JobDir, directives: dict[str, Any],
+                note: Optional[Path]) -> str:
+        return render(self.template, {**directives, **self._body(spec, job_dir, note)})
 
     def _find_job_dir(self, native_id: str) -> Optional[JobDir]:
         """The job directory of ``native_id`` (an array task's through its array's)."""
@@ -413,14 +461,16 @@ class BatchSchedulerExecutor(JobExecutor):
             job_dir = JobDir.find(self.work_directory, os.path.join(parts[0], str(parts[1])))
         return job_dir
 
-    def _body(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
-        """The template context of the shared script body (batch/batch_body.mustache)."""
+    def _body(self, spec: JobSpec, job_dir: JobDir, note: Optional[Path]) -> dict[str, Any]:
+        """The template context of the shared script body (batch/batch_body.mustache);
+        ``note``: the file the script creates after each change (changes.py)."""
         argv = job_argv(spec)
         argv[1:] = [Expandable(a) for a in argv[1:]]  # ${NAME} in arguments: the spec's rule
         launch = self._launcher(spec).get_launch_command(spec, argv)
         directory = os.path.expanduser(spec.directory) if spec.directory else None
         return {
             "job_dir": str(job_dir.path),
+            "note": str(note) if note is not None else None,
             "directory": directory,
             "environment": [{"name": k, "value": Expandable(v)}
                             for k, v in (spec.environment or {}).items()],
@@ -462,48 +512,102 @@ class BatchSchedulerExecutor(JobExecutor):
     def _close(self) -> None:
         self._monitor_finalizer()
         with self._lock:
-            tracked = list(self._tracked.values())
-        for t in tracked:  # (jobs submitted since the monitor's last look)
-            if t.unlinked:
-                self._link(t)
+            unlinked, self._unlinked = self._unlinked, []
+            changes = self._changes
+        for t in unlinked:  # (jobs submitted since the monitor's last look)
+            self._link(t)
+        if changes is not None:
+            changes.remove()
 
-    def _query_soon(self, delay: float) -> None:
-        """Ask for a status query within ``delay`` seconds (and reset the backoff)."""
+    def _schedule(self, t: _Tracked, delay: float) -> bool:
+        """Ask the scheduler about ``t`` within ``delay`` seconds, resetting its backoff.
+        Call with the lock held. True if the monitor must be woken for it."""
+        t.interval = self.config.min_query_interval
+        due = time.monotonic() + delay
+        if due < t.due:
+            self._queue_query(t, due)
+        return due < self._wake_at
+
+    def _queue_query(self, t: _Tracked, due: float) -> None:
+        """(lock held) ``t``'s next status query is at ``due``."""
+        t.due = due
+        heapq.heappush(self._queries, (due, next(self._order), t))
+
+    def _next_due(self) -> float:
+        """(lock held) When the next status query is due (stale entries dropped)."""
+        queries = self._queries
+        while queries:
+            due, _, t = queries[0]
+            if t.due == due and self._tracked.get(t.native_id) is t:
+                return due
+            heapq.heappop(queries)
+        return float("inf")
+
+    def _take_due(self) -> List[_Tracked]:
+        """The jobs to ask about now: if one is due, every job due within half the
+        minimum interval joins it (one command instead of one per tick)."""
+        now = time.monotonic()
+        due: List[_Tracked] = []
         with self._lock:
-            self._next_query = min(self._next_query, time.monotonic() + delay)
-            self._interval = self.config.min_query_interval
-        self._monitor.poke()
+            if self._next_due() > now:
+                return due
+            horizon = now + self.config.min_query_interval / 2
+            while self._next_due() <= horizon:
+                _, _, t = heapq.heappop(self._queries)
+                t.due = float("inf")
+                due.append(t)
+        return due
 
     def _tick(self) -> Optional[float]:
-        """The monitor thread's body: returns the seconds until the next call."""
-        with self._lock:
-            tracked = list(self._tracked.values())
-            due = time.monotonic() >= self._next_query
-            if not tracked:
-                self._next_query = float("inf")
-                return None
-        watched = False
-        for t in tracked:
-            if t.job_dir is not None:
-                if t.unlinked:
-                    self._link(t)
-                self._check_files(t)
-                watched = True
-        if due:
-            self._reconcile()
+        """The monitor thread's body: returns the seconds until the next call. Its cost
+        is that of the jobs that changed (noted), are attached, or are due a query."""
         with self._lock:
             if not self._tracked:
+                self._wake_at = float("inf")
                 return None
-            if self._next_query == float("inf"):
-                self._next_query = time.monotonic() + self._interval
-            wait = max(0.0, self._next_query - time.monotonic())
-        return min(wait, self.config.file_poll_interval) if watched else wait
+            unlinked, self._unlinked = self._unlinked, []
+            polled = list(self._polled.values())
+            changes = self._changes
+        for t in unlinked:
+            self._link(t)
+        if changes is not None:
+            self._read_notes(changes)
+        for t in polled:
+            if t.native_id in self._tracked:
+                self._check_files(t)
+        due = self._take_due()
+        if due:
+            urgent: Optional[set[str]] = None
+            try:
+                urgent = self._reconcile(due)
+            finally:  # (whatever happened: these jobs must be asked about again)
+                self._requeue(due, urgent)
+        with self._lock:
+            if not self._tracked:
+                self._wake_at = float("inf")
+                return None
+            now = time.monotonic()
+            wait = max(0.0, self._next_due() - now)
+            if self._noting or self._polled:
+                wait = min(wait, self.config.file_poll_interval)
+            self._wake_at = now + wait
+        return wait
+
+    def _read_notes(self, changes: ChangeNotes) -> None:
+        """Look at the files of the jobs whose scripts noted a change."""
+        for name in changes.take():
+            with self._lock:
+                noted = self._noting.get(name)
+                early = noted is None and name in self._submitting
+            if noted is not None:
+                self._check_files(noted)
+            elif early:  # its submit command has not returned yet: look again next tick
+                changes.note_for(name).touch()
 
     def _link(self, t: _Tracked) -> None:
         """Record which directory the job ``t`` has (for attach from other processes)."""
         assert t.job_dir is not None
         self._link_dir(t.job_dir, t.native_id)
-        t.unlinked = False
 
     def _link_dir(self, job_dir: JobDir, native_id: str) -> None:
         try:
@@ -542,31 +646,33 @@ class BatchSchedulerExecutor(JobExecutor):
             self._report(t, self._final_status(t, t.ended[1]), ran=True)
             return True
         with self._lock:
-            self._next_query = min(self._next_query, time.monotonic())
+            self._schedule(t, 0.0)  # (the monitor thread: no wake-up needed)
         return False
 
-    def _reconcile(self) -> None:
-        """One round of status queries for every live job."""
-        with self._lock:
-            blind = [t for t in self._tracked.values() if t.job_dir is None]
-        for t in blind:  # its submitter may have linked the job's files since
-            t.job_dir = self._find_job_dir(t.native_id)
-            if t.job_dir is not None:
-                self._check_files(t)
-        with self._lock:
-            tracked = list(self._tracked.values())
-        ids = [t.native_id for t in tracked]
+    def _reconcile(self, due: Sequence[_Tracked]) -> Optional[set[str]]:
+        """One round of status queries for the jobs that are due one. Returns the ids
+        of those to ask about again soon, None if the status command failed."""
+        for t in due:
+            if t.job_dir is None:  # its submitter may have linked the job's files since
+                t.job_dir = self._find_job_dir(t.native_id)
+                if t.job_dir is not None:
+                    with self._lock:
+                        self._polled[t.native_id] = t
+                    self._check_files(t)
+        due = [t for t in due if t.native_id in self._tracked]
+        ids = [t.native_id for t in due]
         found: dict[str, NativeStatus] = {}
         try:
             for i in range(0, len(ids), self.config.query_chunk_size):
                 found.update(self._query_status(ids[i:i + self.config.query_chunk_size]))
         except CommandError as e:
-            self._back_off(e)
-            return
-        urgent = False
+            log.warning("%s status query failed (no job state changed; asking again in "
+                        "5 s or more): %s", self.name, e)
+            return None
+        urgent: set[str] = set()
         finals: list[tuple[_Tracked, NativeStatus]] = []
         missing: list[_Tracked] = []
-        for t in tracked:
+        for t in due:
             ns = found.get(t.native_id)
             if ns is None:
                 missing.append(t)
@@ -575,28 +681,36 @@ class BatchSchedulerExecutor(JobExecutor):
             else:
                 t.missing_since = None
                 self._apply_live(t, ns)
-                urgent = urgent or t.record is not None
+                if t.record is not None:
+                    urgent.add(t.native_id)
         if finals:
             self._describe_final([ns for _, ns in finals])
             for t, ns in finals:
-                urgent = not self._apply_final(t, ns) or urgent
+                if not self._apply_final(t, ns):
+                    urgent.add(t.native_id)
         if missing:
-            urgent = self._vanished(missing) or urgent
-        with self._lock:
-            longest = self.config.max_query_interval
-            if any(t.job_dir is None for t in self._tracked.values()):
-                longest = min(longest, self.config.blind_query_interval)
-            self._interval = (self.config.min_query_interval if urgent else
-                              min(self._interval * 2, longest))
-            self._next_query = time.monotonic() + self._interval
+            urgent |= self._vanished(missing)
+        return urgent
 
-    def _back_off(self, error: CommandError) -> None:
+    def _requeue(self, due: Sequence[_Tracked], urgent: Optional[set[str]]) -> None:
+        """Schedule the next query of the jobs just asked about: soon for the ``urgent``
+        ones, else after a doubled interval; after a failed query (``urgent`` None) at
+        least 5 s later."""
+        now = time.monotonic()
         with self._lock:
-            self._interval = min(max(self._interval * 2, 5.0), self.config.max_query_interval)
-            self._next_query = time.monotonic() + self._interval
-            interval = self._interval
-        log.warning("%s status query failed (no job state changed; retrying in %.0f s): %s",
-                    self.name, interval, error)
+            for t in due:
+                if self._tracked.get(t.native_id) is not t or t.due != float("inf"):
+                    continue  # ended, or already asked for again (cancel, a signal seen)
+                if urgent is None:
+                    t.interval = min(max(t.interval * 2, 5.0), self.config.max_query_interval)
+                elif t.native_id in urgent:
+                    t.interval = self.config.min_query_interval
+                else:
+                    longest = self.config.max_query_interval
+                    if t.job_dir is None:  # the scheduler is its only witness
+                        longest = min(longest, self.config.blind_query_interval)
+                    t.interval = min(t.interval * 2, longest)
+                self._queue_query(t, now + t.interval)
 
     def _apply_live(self, t: _Tracked, ns: NativeStatus) -> None:
         if ns.state is None:
@@ -656,8 +770,9 @@ class BatchSchedulerExecutor(JobExecutor):
             notes.append("the job script was killed before it could record an exit code")
         return ns.final(code, notes)
 
-    def _vanished(self, missing: Sequence[_Tracked]) -> bool:
-        """Jobs the status command no longer knows. True if one needs a query soon."""
+    def _vanished(self, missing: Sequence[_Tracked]) -> set[str]:
+        """Jobs the status command no longer knows; returns the ids of those that need
+        a query soon."""
         unexplained = [t for t in missing if t.job_dir is None or not self._check_files(t)]
         ask = [t for t in unexplained if not t.asked_accounting]
         if ask and self._accounting is not False:
@@ -684,7 +799,7 @@ class BatchSchedulerExecutor(JobExecutor):
                     self._apply_final(t, ns)
         now = time.monotonic()
         retention = None
-        urgent = False
+        urgent: set[str] = set()
         for t in unexplained:
             if t.native_id not in self._tracked:
                 continue
@@ -701,7 +816,8 @@ class BatchSchedulerExecutor(JobExecutor):
                 self._report(t, status, ran=True)
                 continue
             if now - t.missing_since < retention:
-                urgent = urgent or record is not None
+                if record is not None:
+                    urgent.add(t.native_id)
                 continue
             if record is not None:
                 message = (f"the job was sent SIGTERM ({describe_exit(record.exit_code)}) and "
@@ -723,6 +839,9 @@ class BatchSchedulerExecutor(JobExecutor):
         if status.state.final:
             with self._lock:
                 self._tracked.pop(t.native_id, None)
+                self._polled.pop(t.native_id, None)
+                if t.job_dir is not None:
+                    self._noting.pop(t.job_dir.path.name, None)
             log.info("%s job %s: %s (%s)", self.name, t.native_id, status.state,
                      status.message or describe_exit(status.exit_code))
         for job in t.jobs:  # a same-state status refreshes the metadata (core rule)

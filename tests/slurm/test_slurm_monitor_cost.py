@@ -1,0 +1,109 @@
+"""What the monitor does per submit and per tick, counted on the real Slurm (issue 17:
+the thousandth submit must cost what the first did). No timing: the counts are of
+monitor ticks, of the jobs whose files a tick looks at, and of status queries.
+
+``CountingSlurm`` is the real Slurm executor with counters around three of its methods.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterator, Optional, Sequence
+
+import pytest
+
+from hpcjobs import Job, JobAttributes, JobSpec, JobState
+from hpcjobs.executors.batch import NativeStatus
+from hpcjobs.executors.slurm.executor import SlurmJobExecutor
+
+from slurm_helpers import WAIT
+
+HELD = JobAttributes(custom_attributes={"slurm.hold": True})
+
+
+class CountingSlurm(SlurmJobExecutor):
+    """The real Slurm executor, counting its monitor's ticks, whose files it looks at
+    and the ids of each status query."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ticks = 0
+        self.looked: Counter[str] = Counter()  # native id -> looks at its files
+        self.queries: list[list[str]] = []
+        self.ticked = threading.Condition()
+
+    def _tick(self) -> Optional[float]:
+        wait = super()._tick()
+        with self.ticked:
+            self.ticks += 1
+            self.ticked.notify_all()
+        return wait
+
+    def _check_files(self, t: Any) -> bool:
+        self.looked[t.native_id] += 1
+        return super()._check_files(t)
+
+    def _query_status(self, native_ids: Sequence[str]) -> dict[str, NativeStatus]:
+        self.queries.append(list(native_ids))
+        return super()._query_status(native_ids)
+
+    def wait_ticks(self, n: int) -> None:
+        """Wait for ``n`` more ticks."""
+        with self.ticked:
+            target = self.ticks + n
+            assert self.ticked.wait_for(lambda: self.ticks >= target, WAIT), "no ticks"
+
+
+def held_jobs(ex: CountingSlurm, n: int) -> list[Job]:
+    jobs = [Job(JobSpec("/bin/true", attributes=HELD)) for _ in range(n)]
+    for job in jobs:
+        ex.submit(job)
+    return jobs
+
+
+@pytest.fixture
+def counting(slurm_cluster: str, work_dir: Path) -> Iterator[Any]:
+    """Makes CountingSlurm executors; cancels their jobs (held ones would stay) and
+    closes them after the test."""
+    made: list[CountingSlurm] = []
+
+    def make(**config: Any) -> CountingSlurm:
+        made.append(CountingSlurm(config={"work_directory": work_dir, **config}))
+        return made[-1]
+
+    yield make
+    for ex in made:
+        ids = list(ex._tracked)
+        if ids:
+            subprocess.run(["scancel", *ids], check=False, timeout=60)
+        ex.close()
+
+
+def test_submits_do_not_wake_the_monitor(counting: Any) -> None:
+    # the monitor's own period and the first query are far away: any tick during the
+    # burst beyond the one that starts the monitor would be a submit's doing
+    ex = counting(file_poll_interval=600, min_query_interval=3600)
+    held_jobs(ex, 20)
+    assert ex.ticks <= 1
+    assert ex.queries == []
+
+
+def test_a_tick_looks_only_at_the_jobs_that_changed(counting: Any) -> None:
+    ex = counting(file_poll_interval=0.05, min_query_interval=3600)
+    jobs = held_jobs(ex, 20)
+    ex.wait_ticks(10)
+    assert ex.looked == Counter()  # nothing happened to any of them
+    # one job runs: its script's notes, not a status query, tell the monitor
+    released = str(jobs[0].native_id)
+    subprocess.run(["scontrol", "release", released], check=True, timeout=60)
+    status = jobs[0].wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.COMPLETED
+    assert ex.queries == []
+    ex.wait_ticks(10)
+    assert set(ex.looked) == {released}
+    assert ex.looked[released] <= 2  # once when it started, once when it ended
+    assert all(job.status.state is JobState.QUEUED for job in jobs[1:])
+
