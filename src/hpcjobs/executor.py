@@ -119,25 +119,19 @@ class JobExecutor(ABC):
         cls = plugins.load("hpcjobs.executors", name)
         if not (isinstance(cls, type) and issubclass(cls, JobExecutor)):
             raise ExecutorNotFoundError(f"plugin {name!r} is not a JobExecutor: {cls!r}")
-        if version_constraint is not None:
-            from packaging.specifiers import SpecifierSet
-            from packaging.version import Version
-            if Version(cls.version_string) not in SpecifierSet(version_constraint):
-                raise ExecutorNotFoundError(
-                    f"executor {name!r} has version {cls.version_string}, which does not "
-                    f"satisfy {version_constraint!r}")
+        plugins.check_version("executor", name, cls.version_string, version_constraint)
         return cls(url=url, config=config)
 
     @staticmethod
     def get_executor_names() -> Set[str]:
         """The names :meth:`get_instance` accepts (installed and registered executors)."""
-        return set(plugins.available("hpcjobs.executors"))
+        return plugins.names("hpcjobs.executors")
 
     @staticmethod
     def register_executor(desc: "Descriptor", root: Optional[str] = None) -> None:
         """Make the class ``desc.cls`` available as ``desc.name`` (and its aliases), as in
         psij-python. ``root`` is accepted and not used: nothing is scanned here."""
-        plugins.register("hpcjobs.executors", [desc.name, *(desc.aliases or ())], desc.cls)
+        plugins.register("hpcjobs.executors", desc)
 
     @property
     def version(self) -> "Version":

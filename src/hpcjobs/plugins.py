@@ -12,14 +12,16 @@ run time (:func:`register`); it takes precedence over an installed entry point.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from .errors import ExecutorNotFoundError
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
-__all__ = ["load", "available", "register"]
+    from .descriptor import Descriptor
+
+__all__ = ["load", "available", "register", "names", "check_version"]
 
 ALIASES = {
     "hpcjobs.executors": {"pbspro": "pbs", "openpbs": "pbs", "torque": "pbs"},
@@ -38,14 +40,31 @@ def _entry_points(group: str) -> dict[str, "EntryPoint"]:
 _registered: dict[str, dict[str, str]] = {}
 
 
-def register(group: str, names: list[str], target: str) -> None:
-    """Make ``target`` (a fully qualified class name, imported when first asked for)
-    available under each of ``names`` in ``group``."""
-    module, _, attr = target.rpartition(".")
+def register(group: str, desc: "Descriptor") -> None:
+    """Make the class ``desc.cls`` (a fully qualified name, imported when first asked
+    for) available in ``group`` as ``desc.name`` and each of ``desc.aliases``."""
+    module, _, attr = desc.cls.rpartition(".")
     if not module or not attr:
-        raise ValueError(f"{target!r} is not a fully qualified class name (package.module.Class)")
-    for name in names:
-        _registered.setdefault(group, {})[name.lower()] = target
+        raise ValueError(f"{desc.cls!r} is not a fully qualified class name (package.module.Class)")
+    for name in (desc.name, *(desc.aliases or ())):
+        _registered.setdefault(group, {})[name.lower()] = desc.cls
+
+
+def names(group: str) -> set[str]:
+    """The names ``load`` accepts in ``group`` (installed and registered)."""
+    return set(available(group))
+
+
+def check_version(kind: str, name: str, version: str, constraint: Optional[str]) -> None:
+    """``ExecutorNotFoundError`` unless ``version`` satisfies the PEP 440 ``constraint``
+    (None: anything goes)."""
+    if constraint is None:
+        return
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+    if Version(version) not in SpecifierSet(constraint):
+        raise ExecutorNotFoundError(f"{kind} {name!r} has version {version}, which does not "
+                                    f"satisfy {constraint!r}")
 
 
 def available(group: str) -> list[str]:

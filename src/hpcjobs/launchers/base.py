@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Optional, Sequence, Set
 
 from .. import plugins
-from ..errors import ExecutorNotFoundError
 from ..resources import ResourceSpecV1
 from ..spec import JobSpec
 
@@ -46,28 +45,22 @@ class Launcher(ABC):
         """The launcher registered as ``name`` (entry-point group ``hpcjobs.launchers``).
         Launchers have one version, the package's, so ``version_constraint`` is
         checked against that."""
-        cls = plugins.load("hpcjobs.launchers", name)
-        if version_constraint is not None:
-            from packaging.specifiers import SpecifierSet
+        from .. import __version__
 
-            from .. import __version__
-            if __version__ not in SpecifierSet(version_constraint):
-                raise ExecutorNotFoundError(
-                    f"launcher {name!r} has version {__version__}, which does not satisfy "
-                    f"{version_constraint!r}")
+        cls = plugins.load("hpcjobs.launchers", name)
+        plugins.check_version("launcher", name, __version__, version_constraint)
         launcher: Launcher = cls(config)
         return launcher
 
     @staticmethod
     def get_launcher_names() -> Set[str]:
         """The names :meth:`get_instance` accepts (installed and registered launchers)."""
-        return set(plugins.available("hpcjobs.launchers"))
+        return plugins.names("hpcjobs.launchers")
 
     @staticmethod
     def register_launcher(desc: "Descriptor", root: Optional[str] = None) -> None:
-        """Make the class ``desc.cls`` available as ``desc.name`` (and its aliases), as in
-        psij-python. ``root`` is accepted and not used: nothing is scanned here."""
-        plugins.register("hpcjobs.launchers", [desc.name, *(desc.aliases or ())], desc.cls)
+        """As :meth:`JobExecutor.register_executor`, for a launcher."""
+        plugins.register("hpcjobs.launchers", desc)
 
     @abstractmethod
     def get_launch_command(self, spec: JobSpec, argv: Optional[Sequence[str]] = None) -> list[str]:
