@@ -112,3 +112,14 @@ def test_job_spec_environment_as_psij() -> None:
     assert spec.environment == {"foo": "biz", "bar": "42"}
     job = Job(spec)
     assert job.executor is None and job.native_id is None and job.status.state is JobState.NEW
+
+
+def test_version_constraints(tmp_path: Path) -> None:
+    ex = JobExecutor.get_instance("local", version_constraint=">= 0.0.1",
+                                  config={"work_directory": tmp_path})
+    ex.close()
+    with pytest.raises(ValueError, match="does not satisfy"):
+        JobExecutor.get_instance("local", version_constraint="< 0.0.1")
+    assert Launcher.get_instance("single", ">= 0.0.1").config is JobExecutorConfig.DEFAULT
+    with pytest.raises(ValueError, match="launcher 'multiple'"):
+        Launcher.get_instance("multiple", "< 0.0.1")
