@@ -23,7 +23,7 @@ __all__ = [
     "Job", "JobSpec", "JobAttributes", "ResourceSpec", "ResourceSpecV1",
     "JobState", "JobStatus", "JobStatusCallback", "JobExecutor", "JobExecutorConfig",
     "InvalidJobException", "SubmitException", "BulkSubmitException", "InvalidJobStateError",
-    "InvalidStateException", "WaitFromCallbackError", "Launcher",
+    "InvalidStateException", "WaitFromCallbackError", "Launcher", "Descriptor",
 ]
 
 _logging.getLogger(__name__).addHandler(_logging.NullHandler())
@@ -34,4 +34,7 @@ def __getattr__(name: str) -> object:
     if name == "Launcher":
         from .launchers.base import Launcher
         return Launcher
+    if name == "Descriptor":  # psij-python's plugin record (imports packaging)
+        from .descriptor import Descriptor
+        return Descriptor
     raise AttributeError(f"module 'hpcjobs' has no attribute {name!r}")

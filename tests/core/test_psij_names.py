@@ -78,6 +78,7 @@ def test_psij_module_paths_exist(module: str, names: list[str]) -> None:
 
 
 def test_config_and_exception_attributes() -> None:
+    assert hpcjobs.Descriptor is importlib.import_module("hpcjobs.descriptor").Descriptor
     assert isinstance(JobExecutorConfig.DEFAULT, JobExecutorConfig)
     assert isinstance(JobExecutorConfig.DEFAULT_WORK_DIRECTORY, Path)
     c = JobExecutorConfig(Path("/tmp/launcher.log"), Path("/tmp/work"))
