@@ -81,7 +81,7 @@ def _run_dispatch(q: "queue.SimpleQueue[_Item]") -> None:
             for cb in callbacks:
                 try:
                     cb(job, status)
-                except Exception:
+                except BaseException:  # even sys.exit(): this thread must go on, or waits hang
                     log.exception("status callback %r failed for job %s (%s); ignored",
                                   cb, job.id, status.state)
         if statuses[-1].state.final:

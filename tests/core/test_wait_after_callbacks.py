@@ -96,3 +96,23 @@ def test_a_callback_waiting_on_its_final_job_gets_the_status() -> None:
     assert status is not None and status.state is S.CANCELED
     assert got == [status]
     ex.close()
+
+
+def test_a_callback_calling_sys_exit_neither_ends_delivery_nor_hangs_wait() -> None:
+    ex = RecordingExecutor()
+    seen: list[S] = []
+
+    def exits(job: Job, status: JobStatus) -> None:
+        seen.append(status.state)
+        raise SystemExit(3)
+
+    first, second = Job(JobSpec("/bin/true")), Job(JobSpec("/bin/true"))
+    ex.set_job_status_callback(exits)
+    for job in (first, second):
+        ex.submit(job)
+        ex._set_job_status(job, JobStatus(S.COMPLETED, exit_code=0))
+    for job in (first, second):
+        status = job.wait(timeout=10)
+        assert status is not None and status.state is S.COMPLETED
+    assert seen == [S.QUEUED, S.ACTIVE, S.COMPLETED] * 2
+    ex.close()
