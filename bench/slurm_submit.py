@@ -134,14 +134,16 @@ def raw_burst(n: int, shapes: int, directory: Path, sbatch: str) -> tuple[float,
 def hpcjobs_burst(n: int, shapes: int, directory: Path) -> tuple[float, int, list[str]]:
     """Seconds for one submit_many of n held jobs of ``shapes`` shapes, and the number of
     sbatch calls it made (a PATH wrapper counts them)."""
-    counter = directory / "sbatch-calls"
+    counter = directory / f"sbatch-calls-{shapes}"
     wrappers = directory / "bin"
     wrappers.mkdir(exist_ok=True)
     wrapper = wrappers / "sbatch"
-    wrapper.write_text(f'#!/bin/sh\necho >> "{counter}"\nexec {shutil.which("sbatch")} "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\necho >> "$HPCJOBS_BENCH_COUNTER"\n'
+                       f'exec {shutil.which("sbatch")} "$@"\n')
     wrapper.chmod(0o755)
     path = os.environ["PATH"]
     os.environ["PATH"] = f"{wrappers}{os.pathsep}{path}"
+    os.environ["HPCJOBS_BENCH_COUNTER"] = str(counter)
     try:
         work = directory / f"work-{shapes}"
         with JobExecutor.get_instance("slurm", config={"work_directory": work}) as ex:

@@ -33,8 +33,7 @@ def test_the_shape_ignores_per_job_directives_only() -> None:
 
 
 def staged(tmp_path: Path) -> Staged:
-    job = Job(JobSpec("/bin/true"))
-    return Staged(job, job.spec, JobDir(tmp_path), {}, "one shape")  # type: ignore[arg-type]
+    return Staged(Job(JobSpec("/bin/true")), JobDir(tmp_path), "#!/bin/sh\n", {}, "one shape")
 
 
 def test_chunks_respect_the_limit(tmp_path: Path) -> None:

@@ -187,7 +187,8 @@ with JobExecutor.get_instance("slurm", config={"work_directory": sys.argv[1]}) a
 
 def test_attach_to_a_task_from_a_fresh_process(executor: JobExecutor, work_dir: Path,
                                                tmp_path: Path) -> None:
-    jobs = [Job(JobSpec("/bin/sh", ["-c", f"sleep 2; exit {code}"])) for code in (0, 7)]
+    jobs = [Job(JobSpec("/bin/sh", ["-c", f"sleep 2; echo out {code}; exit {code}"]))
+            for code in (0, 7)]
     executor.submit_many(jobs)
     executor.close()  # this process stops following them
     native_id = str(jobs[1].native_id)
@@ -200,6 +201,10 @@ def test_attach_to_a_task_from_a_fresh_process(executor: JobExecutor, work_dir: 
                           "--config", f"work_directory={work_dir}", native_id],
                          capture_output=True, text=True, timeout=WAIT, env=env)
     assert f"{native_id} FAILED" in cli.stdout, cli
+    # the job's own output (no stdout_path) is in its directory's batch.out, as for a
+    # lone job
+    assert (work_dir / jobs[1].id / "batch.out").read_text() == "out 7\n"
+    assert (work_dir / jobs[1].id / "job.sh").read_text().startswith("#!/bin/bash")
 
 
 KILLED_CLIENT = """

@@ -21,40 +21,49 @@ is submitted, or raises):
 
 A caller interrupted while its jobs are still queued takes them back (they are released,
 never submitted); jobs already in the leader's hands are submitted or released by it.
+
+An array costs a handful of files however many tasks it has (:class:`ArrayDir`): its
+jobs' scripts are concatenated in one file, and each task, when it starts, makes its
+job's directory and ``job.sh`` from it on the compute node. Per-job files written at
+submit time would cost one metadata operation each on the shared file system, the very
+cost an array is meant to save.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
+import uuid
+from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator, Mapping, Optional, Sequence
 
 from ...errors import SubmitException
 from ...job import Job
-from ...spec import JobSpec
 from .jobdir import JobDir
 
-__all__ = ["Staged", "BurstCollector", "shape", "chunks"]
+__all__ = ["Staged", "BurstCollector", "ArrayDir", "shape", "chunks"]
 
 log = logging.getLogger(__name__)
 
 
 class Staged:
-    """A job ready to go out: claimed, its directory and script written.
+    """A job ready to go out: checked, claimed, its script rendered (nothing written:
+    a lone job's directory is made when it is sent, an array task's when it starts).
 
     ``shape`` is what it must share with others to go in the same array (None: it
     always goes alone). The sender sets ``native_id`` or ``error``, then ``done``.
     """
 
-    __slots__ = ("job", "spec", "job_dir", "directives", "shape", "arrived", "taken",
+    __slots__ = ("job", "job_dir", "script", "directives", "shape", "arrived", "taken",
                  "withdrawn", "done", "native_id", "error")
 
-    def __init__(self, job: Job, spec: JobSpec, job_dir: JobDir, directives: dict[str, Any],
+    def __init__(self, job: Job, job_dir: JobDir, script: str, directives: dict[str, Any],
                  shape: Optional[Hashable]) -> None:
         self.job = job
-        self.spec = spec
         self.job_dir = job_dir
+        self.script = script
         self.directives = directives
         self.shape = shape
         self.arrived = 0.0
@@ -150,3 +159,66 @@ class BurstCollector:
         for item in items:
             if not item.taken:
                 item.withdrawn = item.done = True
+
+
+class ArrayDir:
+    """An array's directory, ``<work directory>/array-<uuid>/``::
+
+        job.sh     the dispatcher: the array's directives, then (array_dispatch.mustache)
+                   task i makes its job's directory and job.sh and execs that script
+        tasks      the jobs' scripts, one after the other
+        index      line i: "<offset> <length> <job directory name>" of task i's script
+        <i>.out    the scheduler's output of task i (its job's batch.out links to it)
+
+    ``<work directory>/ids/<array id>`` links to it: task ``<array id>``, index i, is
+    found through the index (:meth:`task_dir`).
+    """
+
+    TASKS = "tasks"
+    INDEX = "index"
+
+    def __init__(self, job_dir: JobDir) -> None:
+        self.dir = job_dir  # (a JobDir: job.sh, link(), remove() are the same)
+
+    @classmethod
+    def create(cls, work_dir: Path, items: Sequence[Staged]) -> "ArrayDir":
+        """Make the directory and write the tasks' scripts and index (not job.sh)."""
+        array = cls(JobDir.create(work_dir, f"array-{uuid.uuid4().hex}"))
+        try:
+            index, scripts, offset = [], [], 0
+            for item in items:
+                data = item.script.encode("utf-8", "surrogateescape")
+                index.append(f"{offset} {len(data)} {item.job_dir.path.name}\n")
+                scripts.append(data)
+                offset += len(data)
+            _write(array.dir.path / cls.TASKS, b"".join(scripts))
+            _write(array.dir.path / cls.INDEX, "".join(index).encode("ascii"))
+        except BaseException:
+            array.dir.remove()
+            raise
+        return array
+
+    def dispatch_context(self, variables: tuple[str, str]) -> dict[str, str]:
+        """The template context of array_dispatch.mustache."""
+        work = self.dir.path.parent
+        return {"array": str(self.dir.path), "work": str(work), "ids": str(work / "ids"),
+                "array_link": os.path.join("..", self.dir.path.name),
+                "id_variable": variables[0], "index_variable": variables[1]}
+
+    @classmethod
+    def task_dir(cls, work_dir: Path, array_id: str, index: int) -> Optional[JobDir]:
+        """The job directory of task ``index`` of ``array_id`` (it exists once the task
+        has started), if this work directory holds that array."""
+        try:
+            with open(work_dir / "ids" / array_id / cls.INDEX, encoding="ascii") as f:
+                for i, line in enumerate(f):
+                    if i == index:
+                        return JobDir(work_dir / line.split()[2])
+        except (OSError, IndexError, ValueError):
+            pass
+        return None
+
+
+def _write(path: Path, data: bytes) -> None:
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
+        f.write(data)

@@ -39,7 +39,6 @@ import logging
 import os
 import threading
 import time
-import uuid
 import weakref
 from abc import abstractmethod
 from pathlib import Path
@@ -55,9 +54,9 @@ from ...spec import JobSpec
 from ...state import JobState, JobStatus
 from ...final_status import describe_exit, needs_cause
 from . import arrays
-from .arrays import BurstCollector, Staged, chunks
+from .arrays import ArrayDir, BurstCollector, Staged, chunks
 from .changes import ChangeNotes
-from .jobdir import SCRIPT, ExitRecord, JobDir
+from .jobdir import ExitRecord, JobDir
 from .native import NativeStatus
 from .script import Expandable, render
 
@@ -214,10 +213,10 @@ class BatchSchedulerExecutor(JobExecutor):
     #: first task's)
     per_job_directives: ClassVar[tuple[str, ...]] = ()
 
-    def _array_submit_command(self, array_dir: JobDir, count: int) -> list[str]:
-        """The command that submits ``array_dir.script`` as an array of ``count`` tasks
-        (indices 0 to count-1), each writing its scheduler output to
-        ``array_dir/<index>/<BATCH_OUT>``."""
+    def _array_submit_command(self, array: ArrayDir, count: int) -> list[str]:
+        """The command that submits ``array.dir.script`` as an array of ``count`` tasks
+        (indices 0 to count-1), task i writing its scheduler output to
+        ``<array.dir>/<i>.out``."""
         raise NotImplementedError
 
     def _array_task_id(self, array_id: str, index: int) -> str:
@@ -259,23 +258,19 @@ class BatchSchedulerExecutor(JobExecutor):
             raise BulkSubmitException(failures, len(staged))
 
     def _stage(self, job: Job) -> Staged:
-        """Check and claim ``job``, write its directory and script."""
+        """Check and claim ``job`` and render its script (nothing is written yet)."""
         with self._submission(job) as spec:
-            job_dir = JobDir.create(self.work_directory, job.id)
+            job_dir = JobDir(self.work_directory / job.id)
             name = job_dir.path.name
-            try:
-                directives = self._directives(spec, job_dir)
-                note = self._change_notes().note_for(name)
-                job_dir.write_script(self._render(spec, job_dir, directives, note))
-            except BaseException:
-                job_dir.remove()
-                raise
+            directives = self._directives(spec, job_dir)
+            note = self._change_notes().note_for(name)
+            script = self._render(spec, job_dir, directives, note)
         with self._lock:  # its notes may come before the submit command returns
             self._submitting.add(name)
         shape = None
         if self.array_variables is not None:
             shape = arrays.shape(directives, self.per_job_directives)
-        return Staged(job, spec, job_dir, directives, shape)
+        return Staged(job, job_dir, script, directives, shape)
 
     def _submit_staged(self, items: Sequence[Staged]) -> None:
         if self._bursts is None:
@@ -310,41 +305,46 @@ class BatchSchedulerExecutor(JobExecutor):
 
     def _send_alone(self, item: Staged) -> None:
         try:
+            item.job_dir = JobDir.create(self.work_directory, item.job.id)
+        except OSError as e:
+            self._reject(item, _submit_error(self.name, e))
+            return
+        try:
+            item.job_dir.write_script(item.script)
             native_id = self._run_submit(item.job_dir, self._submit_command(item.job_dir))
-        except Exception as e:
+        except BaseException as e:
+            item.job_dir.remove()
+            if not isinstance(e, Exception):
+                raise  # (an interruption: the round's finally answers the job)
             self._reject(item, _submit_error(self.name, e))
             return
         log.info("job %s submitted to %s as %s", item.job.id, self.name, native_id)
         self._accept(item, native_id, linked=False)
 
     def _send_array(self, items: Sequence[Staged]) -> None:
-        """One array for ``items``: a dispatcher script runs task i's own job script
-        from its own directory (reached through the link ``<array dir>/<i>``)."""
+        """One array for ``items`` (arrays.ArrayDir: a handful of files for all)."""
         assert self.array_variables is not None
-        array_dir = JobDir.create(self.work_directory, f"array-{uuid.uuid4().hex}")
         try:
-            for i, item in enumerate(items):
-                os.symlink(os.path.join("..", item.job_dir.path.name), array_dir.path / str(i))
-            id_variable, index_variable = self.array_variables
-            dispatch = {"tasks": str(array_dir.path), "ids": str(array_dir.path.parent / "ids"),
-                        "array_dir": os.path.join("..", array_dir.path.name),
-                        "id_variable": id_variable, "index_variable": index_variable,
-                        "script": SCRIPT}
-            array_dir.write_script(render(self.template, {**items[0].directives,
-                                                          "dispatch": dispatch}))
-            array_id = self._run_submit(array_dir,
-                                        self._array_submit_command(array_dir, len(items)))
+            array = ArrayDir.create(self.work_directory, items)
+        except OSError as e:
+            for item in items:
+                self._reject(item, _submit_error(self.name, e))
+            return
+        try:
+            array.dir.write_script(render(self.template, {
+                **items[0].directives, "dispatch": array.dispatch_context(self.array_variables)}))
+            array_id = self._run_submit(array.dir,
+                                        self._array_submit_command(array, len(items)))
         except BaseException as e:
-            array_dir.remove()
-            for item in items:  # (an interruption: the round's finally answers them)
-                if isinstance(e, Exception):
-                    self._reject(item, _submit_error(self.name, e))
+            array.dir.remove()
             if not isinstance(e, Exception):
-                raise
+                raise  # (an interruption: the round's finally answers the jobs)
+            for item in items:
+                self._reject(item, _submit_error(self.name, e))
             return
         # the tasks' directories are found through this one link (and the dispatcher
         # makes it too, should this process die right now)
-        self._link_dir(array_dir, array_id)
+        self._link_dir(array.dir, array_id)
         log.info("%d jobs submitted to %s as array %s", len(items), self.name, array_id)
         for i, item in enumerate(items):
             self._accept(item, self._array_task_id(array_id, i), linked=True)
@@ -379,10 +379,9 @@ class BatchSchedulerExecutor(JobExecutor):
         item.done = True
 
     def _release(self, item: Staged) -> None:
-        """Undo the staging of a job that was not submitted: it is NEW and unbound."""
+        """Undo the claim of a job that was not submitted: it is NEW and unbound."""
         with self._lock:
             self._submitting.discard(item.job_dir.path.name)
-        item.job_dir.remove()
         item.job._executor = None
 
     def _change_notes(self) -> ChangeNotes:
@@ -458,7 +457,7 @@ class BatchSchedulerExecutor(JobExecutor):
         job_dir = JobDir.find(self.work_directory, native_id)
         parts = self._array_parts(native_id) if job_dir is None else None
         if parts is not None:
-            job_dir = JobDir.find(self.work_directory, os.path.join(parts[0], str(parts[1])))
+            job_dir = ArrayDir.task_dir(self.work_directory, *parts)
         return job_dir
 
     def _body(self, spec: JobSpec, job_dir: JobDir, note: Optional[Path]) -> dict[str, Any]:

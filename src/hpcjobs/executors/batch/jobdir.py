@@ -10,7 +10,8 @@ Layout (``<work directory>/<job id>/``, mode 0700)::
 
 ``<work directory>/ids/<native id>`` is a symlink to the job's directory (made by the
 executor's monitor thread soon after the submit), so an executor in another process can
-attach to the job by native id and still read its files.
+attach to the job by native id and still read its files. (A job sent in a scheduler
+array gets its directory from its task, when it starts: see arrays.py.)
 The script writes ``exitcode`` through a temporary file and a rename, so a reader never
 sees half a record.
 """

@@ -25,7 +25,7 @@ from ...final_status import Cause, decode_wait_status
 from ...spec import JobSpec
 from ...state import JobState
 from ..batch import BatchSchedulerExecutor, JobDir, NativeStatus
-from ..batch.jobdir import BATCH_OUT
+from ..batch.arrays import ArrayDir
 from ..batch.script import directive_value
 
 __all__ = ["SlurmJobExecutor", "SLURM_STATES"]
@@ -160,11 +160,11 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
     array_variables = ("SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID")
     per_job_directives = ("job_name",)
 
-    def _array_submit_command(self, array_dir: JobDir, count: int) -> list[str]:
-        # each task's output goes to its own job directory, through <array dir>/<index>
-        return ["sbatch", "--parsable", f"--array=0-{count - 1}",
-                f"--output={str(array_dir.path).replace('%', '%%')}/%a/{BATCH_OUT}",
-                str(array_dir.script)]
+    def _array_submit_command(self, array: ArrayDir, count: int) -> list[str]:
+        # %a: the task's index; a '%' of the path itself is written %%
+        output = str(array.dir.path).replace("%", "%%") + "/%a.out"
+        return ["sbatch", "--parsable", f"--array=0-{count - 1}", f"--output={output}",
+                str(array.dir.script)]
 
     def _array_task_id(self, array_id: str, index: int) -> str:
         return f"{array_id}_{index}"
