@@ -21,7 +21,7 @@ import pytest
 from hpcjobs import (BulkSubmitException, InvalidJobException, Job, JobAttributes, JobExecutor,
                      JobSpec, JobState, ResourceSpecV1)
 
-from slurm_helpers import WAIT, squeue_state, wait_until
+from slurm_helpers import WAIT, shim, squeue_state
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -279,3 +279,37 @@ def test_a_burst_larger_than_the_array_limit_is_split(slurm_cluster: str, work_d
         assert sorted(sizes.values()) == [50, 100, 100], sizes
         for i, job in enumerate(jobs):
             assert job.wait(timeout=WAIT * 2).exit_code == i % 2  # type: ignore[union-attr]
+
+
+def test_an_array_submit_that_times_out_after_submitting_is_not_lost(
+        slurm_cluster: str, work_dir: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # sbatch submits the array, prints nothing and hangs past the command timeout: the
+    # array is found in squeue by its dispatcher's path, every job is its task
+    fake = shim(tmp_path / "bin", "sbatch", '"$REAL" "$@" >/dev/null; status=$?; sleep 5; exit $status')
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    config = {"work_directory": work_dir, "command_timeout": 2.0}
+    with JobExecutor.get_instance("slurm", config=config) as ex:
+        jobs = [Job(JobSpec("/bin/sh", ["-c", f"exit {i + 4}"])) for i in range(3)]
+        ex.submit_many(jobs)  # submitted after all: not an error
+        array = array_of(jobs[0])
+        assert [job.native_id for job in jobs] == [f"{array}_{i}" for i in range(3)]
+        for i, job in enumerate(jobs):
+            status = job.wait(timeout=WAIT)
+            assert status is not None and status.exit_code == i + 4, status
+
+
+def test_the_command_line_count_is_one_array(slurm_cluster: str, work_dir: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    p = subprocess.run([sys.executable, "-m", "hpcjobs", "submit", "-x", "slurm", "--config",
+                        f"work_directory={work_dir}", "--count", "4", "/bin/true"],
+                       capture_output=True, text=True, timeout=WAIT, env=env, check=True)
+    ids = p.stdout.split()
+    array = ids[0].split("_")[0]
+    assert ids == [f"{array}_{i}" for i in range(4)], p
+    with JobExecutor.get_instance("slurm", config={"work_directory": work_dir}) as ex:
+        jobs = [Job() for _ in ids]
+        for job, native_id in zip(jobs, ids):
+            ex.attach(job, native_id)
+        for job in jobs:
+            assert job.wait(timeout=WAIT).state is JobState.COMPLETED  # type: ignore

@@ -156,16 +156,17 @@ def list_jobs(ns: argparse.Namespace) -> int:
 
 # -- shared steps -----------------------------------------------------------------------
 def _submit_all(ex: JobExecutor, jobs: Sequence[Job]) -> None:
-    # all or nothing: a refused copy cancels the copies already submitted
-    for i, job in enumerate(jobs):
-        try:
-            ex.submit(job)
-        except BaseException:
-            if i:
-                err(f"submission {i + 1} of {len(jobs)} failed; canceling the {i} "
-                    "already submitted")
-                _cancel_all(jobs[:i])
-            raise
+    # one submit_many: the batch schedulers send the copies as one array (docs/arrays.md)
+    try:
+        ex.submit_many(jobs)
+    except BaseException:
+        # all or nothing: a refused copy cancels the copies already submitted
+        submitted = [job for job in jobs if job.status.state is not JobState.NEW]
+        if submitted:
+            err(f"{len(jobs) - len(submitted)} of {len(jobs)} submissions failed; "
+                f"canceling the {len(submitted)} already submitted")
+            _cancel_all(submitted)
+        raise
 
 
 def _cancel_all(jobs: Sequence[Job]) -> int:

@@ -195,7 +195,8 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
         for line in out.splitlines():
             native_id, _, command = line.partition("|")
             if command.strip() == str(job_dir.script):
-                return native_id.strip()
+                # an array's records read 123_[0-9] or 123_4: it was submitted as 123
+                return native_id.strip().split("_")[0]
         return None
 
     def _is_transient(self, error: CommandError) -> bool:
