@@ -13,6 +13,9 @@ loop submits, and each has its own walltime, so no two could share a job array.
 * ``hpcjobs_growth``: per loop, the median submit time of the last 250 over that of the
   first 250 (target <= 1.2: the thousandth submit costs what the first did), and the
   raw loop's for comparison;
+* ``hpcjobs_cpu_growth``: per loop, the CPU this process (all threads) used during the
+  last 250 rounds over the first 250's, and the CPU per submit of each loop: the work
+  per submit, which the machine's load blurs less than it does times;
 * ``status_commands``: per hpcjobs loop, the squeue/sacct commands the executor ran
   during the burst (counted by a PATH wrapper) and their rate (target: a handful per
   second, never one per submit).
@@ -73,12 +76,15 @@ def job_args(i: int) -> tuple[str, timedelta]:
     return f"{i % 10 / 10:.1f}", timedelta(minutes=10, seconds=i % 3600)
 
 
-def raw_loop(n: int, directory: Path, held: bool) -> tuple[list[float], list[str]]:
-    """Seconds of each of n plain sbatch calls over one ready-made script."""
+def raw_loop(n: int, directory: Path, held: bool) -> tuple[list[float], list[float], list[str]]:
+    """Seconds of each of n plain sbatch calls over one ready-made script, and the CPU
+    seconds this process used in each round."""
     script = directory / "raw.sh"
     script.write_text('#!/bin/bash\nsleep "$1"\n')
     seconds: list[float] = []
+    cpu: list[float] = []
     ids: list[str] = []
+    c0 = time.process_time()
     for i in range(n + 1):  # the first call warms up
         pause, walltime = job_args(i)
         minutes, secs = divmod(int(walltime.total_seconds()), 60)
@@ -89,20 +95,25 @@ def raw_loop(n: int, directory: Path, held: bool) -> tuple[list[float], list[str
         p = subprocess.run(argv, capture_output=True, text=True, check=True)
         if i:
             seconds.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
+        c0 = time.process_time()
         ids.append(p.stdout.strip().split(";")[0])
-    return seconds, ids
+    return seconds, cpu, ids
 
 
 def hpcjobs_loop(n: int, directory: Path, held: bool,
-                 counter: Path) -> tuple[list[float], list[str], int, float]:
-    """Seconds of each of n submits through one executor; also the status commands it
-    ran during the burst and the burst's length."""
+                 counter: Path) -> tuple[list[float], list[float], list[str], int, float]:
+    """Seconds of each of n submits through one executor, the CPU seconds this process
+    (all its threads: the monitor's work too) used in each round, the status commands
+    the executor ran during the burst and the burst's length."""
     custom = {"slurm.hold": True} if held else {}
     seconds: list[float] = []
+    cpu: list[float] = []
     ids: list[str] = []
     with JobExecutor.get_instance("slurm", config={"work_directory": directory}) as ex:
         before = lines(counter)
         start = time.perf_counter()
+        c0 = time.process_time()
         for i in range(n + 1):  # the first submit warms up (imports, template parsing)
             pause, walltime = job_args(i)
             job = Job(JobSpec("/bin/sleep", [pause], attributes=JobAttributes(
@@ -111,10 +122,12 @@ def hpcjobs_loop(n: int, directory: Path, held: bool,
             ex.submit(job)
             if i:
                 seconds.append(time.perf_counter() - t0)
+                cpu.append(time.process_time() - c0)
+            c0 = time.process_time()
             ids.append(str(job.native_id))
         burst = time.perf_counter() - start
         queries = lines(counter) - before
-    return seconds, ids, queries, burst
+    return seconds, cpu, ids, queries, burst
 
 
 def raw_burst(n: int, shapes: int, directory: Path, sbatch: str) -> tuple[float, list[str]]:
@@ -181,6 +194,13 @@ def growth(seconds: list[float]) -> float:
     return statistics.median(seconds[-edge:]) / statistics.median(seconds[:edge])
 
 
+def cpu_growth(cpu: list[float]) -> float:
+    """The CPU used during the last EDGE rounds over that of the first EDGE (a measure
+    of the work per submit that the machine's load does not blur as it does times)."""
+    edge = min(EDGE, len(cpu) // 2)
+    return sum(cpu[-edge:]) / sum(cpu[:edge])
+
+
 def cancel(ids: list[str]) -> None:
     for i in range(0, len(ids), 500):
         subprocess.run(["scancel", *ids[i:i + 500]], check=False)
@@ -193,6 +213,9 @@ def loops(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     ours_s: list[float] = []
     growths: list[float] = []
     raw_growths: list[float] = []
+    cpu_growths: list[float] = []
+    raw_cpu: list[float] = []
+    ours_cpu: list[float] = []
     queries: list[int] = []
     bursts: list[float] = []
     counter = count_status_commands(root)
@@ -201,14 +224,17 @@ def loops(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     for r in range(args.rounds):
         for which in ("raw", "hpcjobs") if r % 2 == 0 else ("hpcjobs", "raw"):
             if which == "raw":
-                seconds, ids = raw_loop(n, root, args.held)
+                seconds, cpu, ids = raw_loop(n, root, args.held)
                 raw_s += seconds
+                raw_cpu += cpu
                 raw_growths.append(growth(seconds))
             else:
-                seconds, ids, count, burst = hpcjobs_loop(n, root / f"work{r}", args.held,
-                                                          counter)
+                seconds, cpu, ids, count, burst = hpcjobs_loop(n, root / f"work{r}",
+                                                               args.held, counter)
                 ours_s += seconds
+                ours_cpu += cpu
                 growths.append(growth(seconds))
+                cpu_growths.append(cpu_growth(cpu))
                 queries.append(count)
                 bursts.append(burst)
             cancel(ids)
@@ -224,6 +250,9 @@ def loops(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         "median_ratio": round(statistics.median(raw_s) / statistics.median(ours_s), 3),
         "hpcjobs_growth": [round(g, 3) for g in growths],
         "raw_growth": [round(g, 3) for g in raw_growths], "target_growth": 1.2,
+        "hpcjobs_cpu_growth": [round(g, 3) for g in cpu_growths],
+        "raw_cpu_ms_per_submit": round(sum(raw_cpu) / len(raw_cpu) * 1000, 2),
+        "hpcjobs_cpu_ms_per_submit": round(sum(ours_cpu) / len(ours_cpu) * 1000, 2),
         "burst_s": [round(b, 1) for b in bursts],
         "status_commands": queries,
         "status_commands_per_s": [round(q / b, 2) for q, b in zip(queries, bursts)],
