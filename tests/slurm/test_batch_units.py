@@ -14,7 +14,8 @@ from hpcjobs import InvalidJobException, JobExecutor, JobSpec, JobState
 from hpcjobs.executors.batch import ExitRecord, Expandable, JobDir, shell_quote
 from hpcjobs.final_status import decode_wait_status
 from hpcjobs.executors.batch.script import directive_value
-from hpcjobs.executors.slurm.executor import SlurmJobExecutor, _job_name, _native, _sacct_exit, _walltime
+from hpcjobs.executors.batch.script import safe_job_name, walltime
+from hpcjobs.executors.slurm.executor import SlurmJobExecutor, _native, _sacct_exit
 
 HOSTILE = ["", " ", "a b", "'", "''", '"', "$HOME", "${HOME}", "`id`", "$(id)", "\\", "\\'",
            "a\nb", "\t", "é ü 日本", "*", "~", "-n", "%j", "!", "#", ";&|<>()", "${A-b}"]
@@ -108,7 +109,8 @@ def test_squeue_fields_become_metadata() -> None:
 
 
 def test_walltime_and_job_names() -> None:
-    assert _walltime(timedelta(seconds=5)) == "0:00:05"
-    assert _walltime(timedelta(hours=26, seconds=61)) == "26:01:01"
-    assert _job_name(JobSpec("/usr/bin/my prog")) == "my_prog"
-    assert _job_name(JobSpec("/bin/true", name="a'b\n$c é")) == "a_b__c__"
+    assert walltime(timedelta(seconds=5)) == "0:00:05"
+    assert walltime(timedelta(hours=26, seconds=61)) == "26:01:01"
+    assert safe_job_name(JobSpec("/usr/bin/my prog"), 128) == "my_prog"
+    assert safe_job_name(JobSpec("/bin/true", name="a'b\n$c é"), 128) == "a_b__c__"
+    assert safe_job_name(JobSpec("/bin/true", name="-N x" * 100), 236) == "_N_x" + "-N_x" * 58

@@ -6,11 +6,12 @@
 # The script records its own life in its job directory, so the client sees the job
 # start and end without asking the scheduler: "started" when it begins, "exitcode"
 # ("<status> <signal the script caught, or ->") when it ends, also after a SIGTERM
-# (walltime, cancel). Slurm sends that SIGTERM to this shell only: the job runs in the
-# background so that the trap runs at once and passes the signal on.
+# (walltime, cancel). A scheduler may send that SIGTERM to this shell only (Slurm does;
+# PBS signals the whole session): the job runs in the background so that the trap runs
+# at once, whichever the scheduler, and passes the signal on.
 # After each, a note to the submitting executor's monitor so that it looks at this job's
 # files without scanning every job's (batch/changes.py); no notes directory, no note.
-_hj_dir=/home/user/.hpcjobs/work/slurm/job-1
+_hj_dir=/home/user/.hpcjobs/work/batch/job-1
 _hj_caught=-
 _hj_pid=
 _hj_changed() { :; }
@@ -30,8 +31,10 @@ while :; do
     _hj_woken=
     wait "$_hj_pid"
     _hj_st=$?
-    # 127: the job was reaped by the wait a signal interrupted; keep that status
-    [ "$_hj_st" = 127 ] && [ -n "$_hj_status" ] && break
+    # after a wait a signal interrupted, waiting again for the reaped job gives 127, or
+    # -1 (bash 5.2 when the job's status was collected during the trap): keep the status
+    # the interrupted wait had
+    case $_hj_st in 127 | -*) [ -n "$_hj_status" ] && break ;; esac
     _hj_status=$_hj_st
     # a trapped SIGTERM interrupts wait while the job still runs: wait for it again
     [ -n "$_hj_woken" ] || break

@@ -52,7 +52,7 @@ from ...launchers.base import job_argv
 from ...threads import PeriodicTask
 from ...spec import JobSpec
 from ...state import JobState, JobStatus
-from ...final_status import describe_exit, needs_cause
+from ...final_status import Cause, describe_exit, ended, needs_cause
 from . import arrays
 from .arrays import ArrayDir, BurstCollector, Staged, chunks
 from .changes import ChangeNotes
@@ -96,7 +96,7 @@ class _Tracked:
 
     __slots__ = ("native_id", "jobs", "job_dir", "started", "exit_mtime", "record",
                  "ended", "missing_since", "asked_accounting", "warned", "record_seen",
-                 "due", "interval")
+                 "due", "interval", "cancelled")
 
     def __init__(self, native_id: str, job: Job, job_dir: Optional[JobDir],
                  interval: float) -> None:
@@ -115,6 +115,7 @@ class _Tracked:
         self.missing_since: Optional[float] = None
         self.asked_accounting = False
         self.warned: set[str] = set()
+        self.cancelled = False  # this client asked the scheduler to cancel it
 
 
 class BatchSchedulerExecutor(JobExecutor):
@@ -124,6 +125,12 @@ class BatchSchedulerExecutor(JobExecutor):
     config: BatchConfig
     #: the backend's mustache template, kept beside the backend's module
     template: ClassVar[Path]
+    #: True if the scheduler hands the submitter's environment to the job itself (as
+    #: sbatch does); False: the base captures it in the job directory for the script
+    exports_environment: ClassVar[bool] = True
+    #: names (a trailing '_' makes a prefix) the scheduler sets in the job, which a
+    #: captured environment must not override
+    scheduler_variables: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, url: Optional[str] = None,
                  config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> None:
@@ -311,6 +318,8 @@ class BatchSchedulerExecutor(JobExecutor):
             return
         try:
             item.job_dir.write_script(item.script)
+            if self._captures_environment(item.job.spec):
+                item.job_dir.write_environment(os.environ, self.scheduler_variables)
             native_id = self._run_submit(item.job_dir, self._submit_command(item.job_dir))
         except BaseException as e:
             item.job_dir.remove()
@@ -403,6 +412,8 @@ class BatchSchedulerExecutor(JobExecutor):
         log.info("job %s (%s job %s): cancel requested", job.id, self.name, native_id)
         with self._lock:
             tracked = self._tracked.get(native_id)
+            if tracked is not None:
+                tracked.cancelled = True
             wake = tracked is not None and self._schedule(tracked, 0.5)
         if wake:
             self._monitor.poke()
@@ -460,6 +471,10 @@ class BatchSchedulerExecutor(JobExecutor):
             job_dir = ArrayDir.task_dir(self.work_directory, *parts)
         return job_dir
 
+    def _captures_environment(self, spec: Optional[JobSpec]) -> bool:
+        # (a backend that captures has no arrays: a lone submit writes the file)
+        return spec is not None and spec.inherit_environment and not self.exports_environment
+
     def _body(self, spec: JobSpec, job_dir: JobDir, note: Optional[Path]) -> dict[str, Any]:
         """The template context of the shared script body (batch/batch_body.mustache);
         ``note``: the file the script creates after each change (changes.py)."""
@@ -469,6 +484,8 @@ class BatchSchedulerExecutor(JobExecutor):
         directory = os.path.expanduser(spec.directory) if spec.directory else None
         return {
             "job_dir": str(job_dir.path),
+            "environment_file": (str(job_dir.environment_file)
+                                 if self._captures_environment(spec) else None),
             "note": str(note) if note is not None else None,
             "directory": directory,
             "environment": [{"name": k, "value": Expandable(v)}
@@ -738,8 +755,8 @@ class BatchSchedulerExecutor(JobExecutor):
                 return True
             # (the started file, not squeue: on a file system the node does not share,
             # no record will ever come)
-            if t.record is None and ns.state is not JobState.COMPLETED and \
-                    t.job_dir.started() is not None:
+            if t.record is None and (ns.state is not JobState.COMPLETED or t.cancelled) \
+                    and t.job_dir.started() is not None:
                 # Slurm marks a cancelled job CANCELLED at once, while its script is
                 # still handling the SIGTERM: give the record time to appear
                 now = time.monotonic()
@@ -754,8 +771,17 @@ class BatchSchedulerExecutor(JobExecutor):
     def _final_status(self, t: _Tracked, ns: NativeStatus) -> JobStatus:
         """The scheduler's why, with the exit status: the script's record when it has
         one (the scheduler's figure is the shell's), else the scheduler's."""
+        killed = "the job script was killed before it could record an exit code"
         if ns.state is JobState.COMPLETED:
-            return ns.status()
+            if not (t.cancelled and t.record is None and t.job_dir is not None
+                    and t.job_dir.started() is not None):
+                return ns.status()
+            # a script that finished records its exit code: one killed without a record
+            # after this client's cancel was cancelled, whatever the scheduler calls it
+            # (PBS says "finished", Exit_status 0, when root deletes root's own job)
+            return ended(None, ns.time, cause=Cause.CANCELED, metadata=ns.metadata,
+                         reason=f"requested by this client ({self.name} reports it finished)",
+                         notes=[killed])
         code = ns.exit_code
         notes = []
         if t.record is not None:
@@ -766,7 +792,7 @@ class BatchSchedulerExecutor(JobExecutor):
                 notes.append(f"the job script caught SIG{t.record.caught}")
         elif t.job_dir is not None and t.job_dir.started() is not None:
             t.started = True
-            notes.append("the job script was killed before it could record an exit code")
+            notes.append(killed)
         return ns.final(code, notes)
 
     def _vanished(self, missing: Sequence[_Tracked]) -> set[str]:

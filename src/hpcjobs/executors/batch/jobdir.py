@@ -3,6 +3,8 @@
 Layout (``<work directory>/<job id>/``, mode 0700)::
 
     job.sh       the rendered batch script
+    environment  the submitter's environment as shell exports, mode 0600 (only for a
+                 scheduler that cannot carry it, when the spec inherits it)
     batch.out    the scheduler's stdout/stderr of the script (and the job's, by default)
     started      written when the script begins (its mtime is the start time)
     exitcode     "<status> <caught signal or ->" written when the script ends, also when
@@ -21,18 +23,25 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional, Sequence
 
+from ...environment import VALID_NAME
 from ...final_status import ended, shell_exit_code
 from ...state import JobStatus
+from .script import shell_quote
 
-__all__ = ["JobDir", "ExitRecord", "SCRIPT", "BATCH_OUT", "STARTED", "EXIT"]
+__all__ = ["JobDir", "ExitRecord", "SCRIPT", "BATCH_OUT", "STARTED", "EXIT", "ENVIRONMENT"]
 
 SCRIPT = "job.sh"
 BATCH_OUT = "batch.out"
 STARTED = "started"
 EXIT = "exitcode"
+ENVIRONMENT = "environment"
 _IDS = "ids"
+# variables that describe the submitting shell, not the environment (and bash's
+# read-only ones, which cannot be exported)
+_SHELL_OWN = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "BASHOPTS", "BASH_VERSINFO", "EUID",
+                        "PPID", "SHELLOPTS", "UID", "GROUPS"})
 
 
 @dataclass(frozen=True)
@@ -97,6 +106,30 @@ class JobDir:
             os.write(fd, data)
         finally:
             os.close(fd)
+
+    def write_environment(self, environment: Mapping[str, str],
+                          reserved: Sequence[str] = ()) -> None:
+        """Write ``environment`` as ``export NAME=value`` lines the script sources (mode
+        0600). Left out: names a shell cannot export, the shell's own bookkeeping, and
+        ``reserved`` names (a trailing '_' makes a prefix) the scheduler sets itself."""
+        lines = []
+        for name, value in environment.items():
+            if (not VALID_NAME.match(name) or name in _SHELL_OWN
+                    or any(name.startswith(r) if r.endswith("_") else name == r
+                           for r in reserved)):
+                continue
+            lines.append(f"export {name}={shell_quote(value)}\n")
+        data = "".join(lines).encode("utf-8", "surrogateescape")
+        fd = os.open(self.environment_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+
+    @property
+    def environment_file(self) -> Path:
+        """The captured environment's path."""
+        return self.path / ENVIRONMENT
 
     def remove(self) -> None:
         """Delete the directory (a submission that failed leaves nothing behind)."""

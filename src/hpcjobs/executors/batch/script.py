@@ -14,13 +14,17 @@ are checked with :func:`directive_value` before rendering.
 from __future__ import annotations
 
 import functools
+import math
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Mapping
 
 from ...errors import InvalidJobException
+from ...spec import JobSpec
 
-__all__ = ["Expandable", "shell_quote", "render", "directive_value", "SHARED_TEMPLATES"]
+__all__ = ["Expandable", "shell_quote", "render", "directive_value", "safe_job_name",
+           "walltime", "SHARED_TEMPLATES"]
 
 #: where the templates every batch backend shares live (beside this module); a backend's
 #: own template lives in its package and names these as partials (``{{> batch_body}}``)
@@ -68,6 +72,23 @@ def directive_value(field: str, value: str) -> str:
             raise InvalidJobException(f"{field} contains {what}, which the batch "
                                       f"scheduler's directive parser cannot carry: {value!r}")
     return value
+
+
+def safe_job_name(spec: JobSpec, limit: int) -> str:
+    """The spec's name (or the executable's base name) in the characters every batch
+    scheduler takes in a job name (letters, digits, '.', '_', '-'; sbatch and qsub refuse
+    or mangle others, qsub refuses '@:%=,' and non-ASCII), others as '_', at most
+    ``limit`` characters, and never starting with '-' (it would read as an option)."""
+    name = spec.name or (spec.executable or "job").rsplit("/", 1)[-1]
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:limit] or "job"
+    return "_" + name[1:] if name.startswith("-") else name
+
+
+def walltime(duration: timedelta) -> str:
+    """``H:MM:SS`` (whole seconds, rounded up, at least 1), as sbatch --time and PBS's
+    walltime resource take it."""
+    seconds = max(1, math.ceil(duration.total_seconds()))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
 # a standalone partial tag, "{{> name}}" alone on its line

@@ -15,7 +15,6 @@ import math
 import pwd
 import re
 import time
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
@@ -26,7 +25,7 @@ from ...spec import JobSpec
 from ...state import JobState
 from ..batch import BatchSchedulerExecutor, JobDir, NativeStatus
 from ..batch.arrays import ArrayDir
-from ..batch.script import directive_value
+from ..batch.script import directive_value, safe_job_name, walltime
 
 __all__ = ["SlurmJobExecutor", "SLURM_STATES"]
 
@@ -114,7 +113,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
         res = spec.resources_v1
         attrs = spec.attributes
         return {
-            "job_name": _job_name(spec),
+            "job_name": safe_job_name(spec, 128),
             "ntasks": res.computed_process_count,
             "nodes": res.requested_node_count,
             "ntasks_per_node": res.processes_per_node,
@@ -123,7 +122,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
             # ResourceSpecV1.memory is bytes per node; sbatch --mem takes KiB with "K"
             "memory": f"{math.ceil(res.memory / 1024)}K" if res.memory else None,
             "exclusive": res.exclusive_node_use,
-            "time": _walltime(attrs.duration),
+            "time": walltime(attrs.duration),  # Slurm rounds up to minutes
             "partition": attrs.queue_name,
             "account": attrs.project_name,
             "reservation": attrs.reservation_id,
@@ -383,14 +382,3 @@ def _timestamp(text: str) -> Optional[float]:
         return None
 
 
-def _walltime(duration: timedelta) -> str:
-    # sbatch --time accepts H:MM:SS (and rounds up to whole minutes itself)
-    seconds = max(1, math.ceil(duration.total_seconds()))
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
-def _job_name(spec: JobSpec) -> str:
-    """The spec's name (or the executable's base name) made safe for every Slurm tool:
-    characters other than letters, digits, '.', '_' and '-' become '_'."""
-    name = spec.name or (spec.executable or "job").rsplit("/", 1)[-1]
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name)[:128] or "job"

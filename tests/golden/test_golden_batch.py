@@ -1,5 +1,5 @@
-"""The rendered Slurm scripts of representative specs, pinned by golden files and checked
-by ``bash -n``. Regenerate after an intended change with HPCJOBS_UPDATE_GOLDEN=1 and
+"""The rendered batch scripts (Slurm, PBS) of representative specs, pinned by golden
+files (golden/<backend>/<case>.sh) and checked by ``bash -n``. Regenerate after an intended change with HPCJOBS_UPDATE_GOLDEN=1 and
 review the diff."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 from hpcjobs import InvalidJobException, JobAttributes, JobExecutor, JobSpec, ResourceSpecV1
 from hpcjobs.launchers.base import SCRIPTS
 
-GOLDEN = Path(__file__).parent / "slurm"
-JOB_DIR = Path("/home/user/.hpcjobs/work/slurm/job-1")
+HERE = Path(__file__).parent
+JOB_DIR = Path("/home/user/.hpcjobs/work/batch/job-1")
 HOSTILE = "it's \"$HOME\" `id` $(id) \\ ; & | * ~ %j é\nline2"
 
 SPECS = {
@@ -29,20 +29,24 @@ SPECS = {
                                  exclusive_node_use=True),
         attributes=JobAttributes(duration=timedelta(hours=1, minutes=30, seconds=1),
                                  queue_name="debug", project_name="proj-1",
-                                 reservation_id="resv 1",
                                  custom_attributes={"slurm.constraint": "haswell&ib",
                                                     "slurm.hold": True, "slurm.requeue": False,
                                                     "slurm.comment": "it's a test",
-                                                    "pbs.ignored": "x"})),
+                                                    "pbs.umask": "022", "pbs.release_nodes_on_stageout": False,
+                                                    "pbs.depend": None})),
     "mpirun_with_pre_post_no_inherit": JobSpec(
         "/opt/app", ["--n", "3"], launcher="mpirun", pre_launch="/etc/pre.sh",
         post_launch="post.sh", inherit_environment=False,
         resources=ResourceSpecV1(process_count=4)),
     "srun": JobSpec("/opt/app", launcher="srun", resources=ResourceSpecV1(process_count=3)),
+    "reservation": JobSpec("/bin/true", attributes=JobAttributes(reservation_id="R12.server")),
     "hostile": JobSpec(f"/opt/{HOSTILE}", [HOSTILE, "${HOME}", "$HOME", ""], name=HOSTILE,
                        directory=f"/tmp/{HOSTILE}", environment={"V": HOSTILE},
                        stdout_path=f"/tmp/{HOSTILE}/out"),
 }
+
+
+BACKENDS = ["slurm", "pbs"]
 
 
 @pytest.fixture(scope="module")
@@ -56,10 +60,12 @@ def rendered(executor: JobExecutor, spec: JobSpec) -> str:
     return text.replace(str(SCRIPTS), "<hpcjobs launchers>")
 
 
-@pytest.mark.parametrize("case", sorted(SPECS))
-def test_rendered_script_matches_its_golden_file(slurm: JobExecutor, case: str) -> None:
-    text = rendered(slurm, SPECS[case])
-    golden = GOLDEN / f"{case}.sh"
+@pytest.mark.parametrize("backend, case", [(b, c) for b in BACKENDS for c in sorted(SPECS)
+                                            if c != "srun" or b == "slurm"])  # Slurm's own
+def test_rendered_script_matches_its_golden_file(backend: str, case: str) -> None:
+    spec = SPECS[case]
+    text = rendered(JobExecutor.get_instance(backend), spec)
+    golden = HERE / backend / f"{case}.sh"
     if os.environ.get("HPCJOBS_UPDATE_GOLDEN") == "1":
         golden.write_text(text, encoding="utf-8")
     assert text == golden.read_text(encoding="utf-8")
