@@ -25,9 +25,12 @@ Then the bursts (docs/arrays.md): ``--burst`` held jobs submitted with one
 as many ``sbatch --hold`` calls in the same run: the wall time of each (the jobs are
 built before the clock starts), their ratio (targets >= 20 and >= 10) and the number
 of sbatch calls hpcjobs made (counted by a PATH wrapper; target <= 5 for one shape).
+Last, ``--lone`` held jobs submitted one by one with the burst window on and as many
+with it off, alternating: ``lone_window_ratio`` is the median off over the median on
+(a lone submit never waits for the window: ~1).
 
     .venv/bin/python bench/slurm_submit.py [--jobs 1000] [--rounds 2] [--held]
-                                           [--burst 1000]
+                                           [--burst 1000] [--lone 200]
 """
 
 from __future__ import annotations
@@ -188,6 +191,35 @@ def bursts(n: int, directory: Path) -> dict[str, Any]:
     return out
 
 
+def lone_window(n: int, directory: Path) -> dict[str, Any]:
+    """A lone submit with the burst window on (the default) and off, alternating one by
+    one between two executors (held jobs): the window must cost a lone job nothing."""
+    custom = {"slurm.hold": True}
+    seconds: dict[float, list[float]] = {0.005: [], 0.0: []}
+    ids: list[str] = []
+    executors = {window: JobExecutor.get_instance("slurm", config={
+        "work_directory": directory / f"lone-{window}", "burst_window": window})
+        for window in seconds}
+    try:
+        for i in range(n + 1):  # the first round warms up
+            order = list(executors.items())
+            for window, ex in order if i % 2 else order[::-1]:  # (neither always first)
+                job = Job(JobSpec("/bin/true", attributes=JobAttributes(custom_attributes=custom)))
+                t0 = time.perf_counter()
+                ex.submit(job)
+                if i:
+                    seconds[window].append(time.perf_counter() - t0)
+                ids.append(str(job.native_id))
+    finally:
+        for ex in executors.values():
+            ex.close()
+        cancel(ids)
+    on, off = (statistics.median(seconds[w]) for w in (0.005, 0.0))
+    return {"lone_window_on_median_ms": round(on * 1000, 2),
+            "lone_window_off_median_ms": round(off * 1000, 2),
+            "lone_window_ratio": round(off / on, 3)}
+
+
 def growth(seconds: list[float]) -> float:
     """The median of the last EDGE submit times over that of the first EDGE."""
     edge = min(EDGE, len(seconds) // 2)
@@ -267,12 +299,15 @@ def main() -> None:
     parser.add_argument("--held", action="store_true",
                         help="the loops submit held jobs (the cluster stays idle)")
     parser.add_argument("--burst", type=int, default=1000, help="jobs per submit_many burst")
+    parser.add_argument("--lone", type=int, default=200,
+                        help="lone submits with the burst window on, and as many with it off")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hpcjobs-bench-", ignore_cleanup_errors=True) as tmp:
         directory = Path(tmp)
         results = loops(args, directory) if args.jobs else {}
         burst = bursts(args.burst, directory) if args.burst else {}
-    print(json.dumps({"benchmark": "slurm_submit", **results, **burst}))
+        lone = lone_window(args.lone, directory) if args.lone else {}
+    print(json.dumps({"benchmark": "slurm_submit", **results, **burst, **lone}))
 
 
 if __name__ == "__main__":
