@@ -795,33 +795,36 @@ class BatchSchedulerExecutor(JobExecutor):
             notes.append(killed)
         return ns.final(code, notes)
 
+    def _accounting_records(self, native_ids: Sequence[str]) -> Optional[dict[str, NativeStatus]]:
+        """What the accounting query says about ``native_ids``; None when it failed or
+        the scheduler has no accounting (remembered: it is never asked again)."""
+        if self._accounting is False:
+            return None
+        try:
+            records = self._query_accounting(native_ids)
+        except CommandError as e:
+            log.warning("%s accounting query failed (retrying later): %s", self.name, e)
+            return None
+        if records is None:
+            log.info("%s has no job accounting: vanished jobs end FAILED after the "
+                     "retention time", self.name)
+        self._accounting = records is not None
+        return records
+
     def _vanished(self, missing: Sequence[_Tracked]) -> set[str]:
         """Jobs the status command no longer knows; returns the ids of those that need
         a query soon."""
         unexplained = [t for t in missing if t.job_dir is None or not self._check_files(t)]
         ask = [t for t in unexplained if not t.asked_accounting]
         if ask and self._accounting is not False:
-            try:
-                records = self._query_accounting([t.native_id for t in ask])
-            except CommandError as e:
-                log.warning("%s accounting query failed (retrying later): %s", self.name, e)
-                records = {}
-            else:
-                if records is None:
-                    log.info("%s has no job accounting: vanished jobs end FAILED after "
-                             "the retention time", self.name)
-                    self._accounting = False
-                    records = {}
-                else:
-                    self._accounting = True
-                    for t in ask:
-                        ns = records.get(t.native_id)
-                        # a job accounting still sees running may just lag: ask again
-                        t.asked_accounting = ns is None or ns.state is None or ns.state.final
-            for t in ask:
-                ns = records.get(t.native_id)
-                if ns is not None and ns.state is not None and ns.state.final:
-                    self._apply_final(t, ns)
+            records = self._accounting_records([t.native_id for t in ask])
+            if records is not None:
+                for t in ask:
+                    ns = records.get(t.native_id)
+                    # a job accounting still sees running may just lag: ask again
+                    t.asked_accounting = ns is None or ns.state is None or ns.state.final
+                    if ns is not None and ns.state is not None and ns.state.final:
+                        self._apply_final(t, ns)
         now = time.monotonic()
         retention = None
         urgent: set[str] = set()

@@ -263,15 +263,8 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
     def _describe_final(self, statuses: Sequence[NativeStatus]) -> None:
         # squeue says CANCELLED but not by whom; accounting does ("CANCELLED by 1000")
         cancelled = [ns for ns in statuses if ns.native_state == "CANCELLED"]
-        if not cancelled or self._accounting is False:
-            return
-        try:
-            records = self._query_accounting([ns.native_id for ns in cancelled])
-        except CommandError as e:
-            log.debug("sacct for the cancelled jobs failed: %s", e)
-            return
+        records = self._accounting_records([ns.native_id for ns in cancelled]) if cancelled else None
         if records is None:
-            self._accounting = False
             return
         for ns in cancelled:
             record = records.get(ns.native_id)

@@ -1,0 +1,186 @@
+"""The batch base's own logic, with no scheduler daemon: a small in-memory scheduler
+(``Ledger``, a test double named as such) behind a backend that implements only the
+hooks. What is tested is the base: vanished jobs, back-off after a failing status
+command, the doubling query interval, chunking, accounting probed once.
+
+Jobs here never run (no script is executed), so only the scheduler's word moves them;
+submits go through a real process (``echo <id>``), as a backend's submit command would.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator, Optional, Sequence
+
+import pytest
+
+from hpcjobs import Job, JobExecutor, JobSpec, JobState
+from hpcjobs.errors import CommandError, InvalidJobException
+from hpcjobs.executors.batch import BatchSchedulerExecutor, JobDir, NativeStatus
+
+WAIT = 30.0  # upper bound for any wait (never a timing assertion)
+
+
+class Ledger:
+    """The double: job states by id, every status query recorded, failures on demand."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.states: dict[str, JobState] = {}
+        self.queries: list[tuple[float, list[str]]] = []
+        self.failing = False
+        self.accounting_asked = 0
+        self.next_id = 100
+
+    def new_id(self) -> str:
+        with self.lock:
+            self.next_id += 1
+            self.states[str(self.next_id)] = JobState.QUEUED
+            return str(self.next_id)
+
+
+class FakeBackend(BatchSchedulerExecutor):
+    """A backend of hooks only, over a Ledger (``ledger`` is set by the fixture)."""
+
+    name = "fake"
+    template = Path(__file__).with_name("fake.mustache")
+    ledger: Ledger
+
+    def _directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
+        return {}
+
+    def _submit_command(self, job_dir: JobDir) -> list[str]:
+        return ["echo", self.ledger.new_id()]
+
+    def _parse_submit(self, stdout: str) -> str:
+        return stdout.strip()
+
+    def _cancel_command(self, native_id: str) -> list[str]:
+        with self.ledger.lock:
+            self.ledger.states[native_id] = JobState.CANCELED
+        return ["true"]
+
+    def _query_status(self, native_ids: Sequence[str]) -> dict[str, NativeStatus]:
+        with self.ledger.lock:
+            self.ledger.queries.append((time.monotonic(), list(native_ids)))
+            if self.ledger.failing:
+                raise CommandError(["fake-qstat"], 1, "", "server down")
+            return {i: NativeStatus(i, self.ledger.states[i].name, self.ledger.states[i])
+                    for i in native_ids if i in self.ledger.states}
+
+    def _query_accounting(self, native_ids: Sequence[str]) -> Optional[dict[str, NativeStatus]]:
+        self.ledger.accounting_asked += 1
+        return None  # this scheduler keeps no accounting
+
+    def _list_ids(self) -> list[str]:
+        return list(self.ledger.states)
+
+    def _retention_time(self) -> float:
+        return 0.5
+
+    def _check_native_id(self, native_id: str) -> None:
+        if not native_id.isdigit():
+            raise InvalidJobException(f"native_id: {native_id!r}")
+
+
+@pytest.fixture
+def ledger() -> Ledger:
+    return Ledger()
+
+
+@pytest.fixture
+def executor(tmp_path: Path, ledger: Ledger) -> Iterator[FakeBackend]:
+    FakeBackend.ledger = ledger
+    ex = FakeBackend(config={"work_directory": tmp_path / "work", "file_poll_interval": 0.02,
+                             "min_query_interval": 0.05, "max_query_interval": 0.4,
+                             "blind_query_interval": 0.4, "query_chunk_size": 3,
+                             "burst_window": 0})
+    try:
+        yield ex
+    finally:
+        ex.close()
+
+
+def wait_until(predicate: Any, what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def submitted(executor: JobExecutor, n: int) -> list[Job]:
+    jobs = [Job(JobSpec("/bin/true")) for _ in range(n)]
+    for job in jobs:
+        executor.submit(job)
+    return jobs
+
+
+def test_the_scheduler_word_moves_jobs(executor: FakeBackend, ledger: Ledger) -> None:
+    job, = submitted(executor, 1)
+    assert job.native_id is not None
+    ledger.states[job.native_id] = JobState.ACTIVE
+    wait_until(lambda: job.status.state is JobState.ACTIVE, "ACTIVE from the status query")
+    ledger.states[job.native_id] = JobState.COMPLETED
+    status = job.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.COMPLETED
+
+
+def test_a_vanished_job_fails_saying_its_exit_status_is_unknown(executor: FakeBackend,
+                                                                 ledger: Ledger) -> None:
+    jobs = submitted(executor, 2)
+    for job in jobs:
+        del ledger.states[job.native_id or ""]  # gone without a trace (purged)
+    for job in jobs:
+        status = job.wait(timeout=WAIT)
+        assert status is not None and status.state is JobState.FAILED, status
+        assert "exit status is unknown" in (status.message or "")
+        assert status.exit_code is None
+    # no accounting: probed once for both, then remembered
+    assert ledger.accounting_asked == 1
+
+
+def test_a_failing_status_command_changes_nothing_and_backs_off(executor: FakeBackend,
+                                                                 ledger: Ledger) -> None:
+    job, = submitted(executor, 1)
+    wait_until(lambda: len(ledger.queries) >= 1, "a first query")
+    ledger.failing = True
+    del ledger.states[job.native_id or ""]  # would be "vanished" if a failure were believed
+    wait_until(lambda: len(ledger.queries) >= 4, "queries while failing")
+    assert job.status.state is JobState.QUEUED
+    times = [t for t, _ in ledger.queries]
+    gaps = [b - a for a, b in zip(times[1:], times[2:])]
+    # backed off (to at least 5 s, here capped by max_query_interval), never sooner;
+    # (lower bounds only: a loaded machine makes gaps longer, never shorter)
+    assert min(gaps) >= 0.4 * 0.95, gaps
+    ledger.failing = False
+    status = job.wait(timeout=WAIT)  # the truth, once the scheduler answers again
+    assert status is not None and status.state is JobState.FAILED
+
+
+def test_the_query_interval_doubles_up_to_the_maximum(executor: FakeBackend,
+                                                       ledger: Ledger) -> None:
+    submitted(executor, 1)
+    wait_until(lambda: len(ledger.queries) >= 6, "six queries")
+    times = [t for t, _ in ledger.queries[:6]]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    # 0.05 s after the submit, then 0.1, 0.2, 0.4 and the cap 0.4: never sooner (lower
+    # bounds only: a loaded machine makes gaps longer, never shorter)
+    expected = [0.1, 0.2, 0.4, 0.4, 0.4]
+    assert all(gap >= 0.95 * e for gap, e in zip(gaps, expected)), gaps
+
+
+def test_many_jobs_are_asked_in_chunks(executor: FakeBackend, ledger: Ledger) -> None:
+    jobs = submitted(executor, 7)
+    ids = {job.native_id for job in jobs}
+    wait_until(lambda: ids <= {i for _, q in ledger.queries for i in q}, "every job asked")
+    assert all(len(q) <= 3 for _, q in ledger.queries), ledger.queries
+    assert len(ledger.queries) < 3 * len(jobs)  # bulk: not one command per job
+
+
+def test_a_cancel_is_reconciled_soon(executor: FakeBackend, ledger: Ledger) -> None:
+    job, = submitted(executor, 1)
+    job.cancel()
+    status = job.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.CANCELED
