@@ -150,8 +150,9 @@ class BatchSchedulerExecutor(JobExecutor):
         self._accounting: Optional[bool] = None  # None: not probed yet
         self._monitor = PeriodicTask(f"hpcjobs-{self.name}-{self._instance}-monitor", self._tick)
         self._monitor_finalizer = weakref.finalize(self, self._monitor.stop, False)
+        # (a backend without arrays gains nothing from grouping: its submits stay apart)
         self._bursts = (BurstCollector(self.config.burst_window, self._send)
-                        if self.config.burst_window > 0 else None)
+                        if self.config.burst_window > 0 and self.array_variables else None)
 
     # ===================================================================== backend hooks
     @abstractmethod
