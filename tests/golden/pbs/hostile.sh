@@ -2,7 +2,6 @@
 #PBS -N it_s___HOME___id____id_______________j___line2
 #PBS -S /bin/bash
 #PBS -l select=1:ncpus=1:mpiprocs=1
-#PBS -l place=scatter
 #PBS -l walltime=0:10:00
 #PBS -o /home/user/.hpcjobs/work/batch/job-1/batch.out
 #PBS -j oe

@@ -1,8 +1,7 @@
 #!/bin/bash
 #PBS -N app
 #PBS -S /bin/bash
-#PBS -l select=1:ncpus=4:mpiprocs=4
-#PBS -l place=scatter
+#PBS -l select=4:ncpus=1:mpiprocs=1
 #PBS -l walltime=0:10:00
 #PBS -o /home/user/.hpcjobs/work/batch/job-1/batch.out
 #PBS -j oe

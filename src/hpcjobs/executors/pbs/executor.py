@@ -254,7 +254,7 @@ def _select(spec: JobSpec) -> tuple[str, Optional[str]]:
     """``-l select`` and ``-l place``: one chunk per node when the node count is known
     (scattered), else one per process (where PBS likes)."""
     res = spec.resources_v1
-    nodes = res.computed_node_count
+    nodes = res.requested_node_count
     per_chunk = res.computed_processes_per_node if nodes else 1
     chunk = [str(nodes or res.computed_process_count),
              f"ncpus={per_chunk * (res.cpu_cores_per_process or 1)}",

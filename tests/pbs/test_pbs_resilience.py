@@ -1,0 +1,148 @@
+"""The PBS executor when things go wrong, against a real OpenPBS: a qstat failing 30% of
+the time, a client killed mid-flight, other users' jobs, hostile names and arguments,
+input PBS cannot take and qsub's own refusals."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hpcjobs import (InvalidJobException, Job, JobAttributes, JobExecutor, JobSpec, JobState,
+                     ResourceSpecV1, SubmitException)
+
+from pbs_helpers import WAIT, qstat, qsub, run, shim
+
+HOSTILE = "it's \"$HOME\" `id` $(id) \\ ; & | * ~ %j é @:=,\nline2"
+
+
+def final(job: Job) -> tuple[JobState, int | None, str]:
+    status = job.wait(timeout=WAIT)
+    assert status is not None and status.state.final, status
+    return status.state, status.exit_code, status.message or ""
+
+
+def test_a_failing_qstat_changes_no_state_wrongly(pbs_server: None, work_dir: Path,
+                                                  tmp_path: Path) -> None:
+    # 30% of qstat calls fail as an unreachable server makes them fail
+    bin_dir = shim(tmp_path / "bin", "qstat",
+                   'if [ $(( $(od -An -N1 -tu1 /dev/urandom) % 10 )) -lt 3 ]; then\n'
+                   '  echo "Connection refused" >&2\n'
+                   '  echo "qstat: cannot connect to server vm (errno=15010)" >&2; exit 2\n'
+                   'fi\nexec "$REAL" "$@"')
+    ex = JobExecutor.get_instance("pbs", config={"work_directory": work_dir,
+                                                 "bin_directory": bin_dir,
+                                                 "min_query_interval": 0.5,
+                                                 "max_query_interval": 2.0})
+    try:
+        ok, bad = Job(JobSpec("/bin/true")), Job(JobSpec("/bin/sh", ["-c", "exit 4"]))
+        cancelled = Job(JobSpec("/bin/sleep", ["600"]))
+        attached = Job()  # no job files: qstat is its only witness
+        plain = qsub("--", "/bin/sh", "-c", "sleep 1; exit 6")
+        for job in (ok, bad, cancelled):
+            ex.submit(job)
+        ex.attach(attached, plain)
+        assert cancelled.wait(timeout=WAIT, target_states=JobState.ACTIVE) is not None
+        cancelled.cancel()
+        assert final(ok)[:2] == (JobState.COMPLETED, 0)
+        assert final(bad)[:2] == (JobState.FAILED, 4)
+        assert final(cancelled)[0] is JobState.CANCELED
+        assert final(attached)[:2] == (JobState.FAILED, 6)
+    finally:
+        ex.close()
+
+
+KILLED_CLIENT = """
+import sys, time
+import hpcjobs
+ex = hpcjobs.JobExecutor.get_instance('pbs', config={'work_directory': sys.argv[1]})
+job = hpcjobs.Job(hpcjobs.JobSpec('/bin/sh', ['-c', 'sleep 3; exit 4']))
+ex.submit(job)
+print(job.native_id, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_client_killed_mid_flight_then_reattaching(pbs_server: None, work_dir: Path) -> None:
+    client = subprocess.Popen([sys.executable, "-c", KILLED_CLIENT, str(work_dir)],
+                              stdout=subprocess.PIPE, text=True)
+    assert client.stdout is not None
+    native_id = client.stdout.readline().strip()
+    client.send_signal(signal.SIGKILL)
+    client.wait(60)
+    assert native_id, "the client printed no job id"
+    with JobExecutor.get_instance("pbs", config={"work_directory": work_dir}) as ex:
+        job = Job()
+        ex.attach(job, native_id)
+        assert final(job) == (JobState.FAILED, 4, "exited with code 4")
+
+
+def test_other_users_jobs_are_visible_but_never_touched(executor: JobExecutor) -> None:
+    theirs = [qsub("-l", "walltime=00:05:00", "--", "/bin/sleep", "300", user="pbsuser"),
+              qsub("-l", "select=1:ncpus=999", "--", "/bin/true", user="pbsuser")]
+    try:
+        # ours, including one PBS can never run (which the executor deletes)
+        never = Job(JobSpec("/bin/true", resources=ResourceSpecV1(cpu_cores_per_process=999)))
+        done = Job(JobSpec("/bin/true"))
+        for job in (never, done):
+            executor.submit(job)
+        assert final(never)[0] is JobState.FAILED and final(done)[0] is JobState.COMPLETED
+        assert not set(theirs) & set(executor.list())
+        assert [qstat(i)["job_state"] for i in theirs] == ["R", "Q"]  # untouched
+    finally:
+        run("qdel", *theirs, check=False)
+
+
+def test_hostile_names_and_arguments_reach_the_job(executor: JobExecutor,
+                                                   tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    job = Job(JobSpec("/usr/bin/printf", ["%s\\0", HOSTILE, "${HOME}", "$HOME", ""],
+                      name=HOSTILE, environment={"V": HOSTILE}, stdout_path=out))
+    executor.submit(job)
+    assert final(job)[:2] == (JobState.COMPLETED, 0)
+    assert out.read_bytes() == ("\0".join([HOSTILE, os.environ["HOME"], "$HOME", ""]) + "\0"
+                                ).encode()
+    # the name PBS took: qsub refuses '@', ':', '%', '=', ',', quotes, spaces, non-ASCII
+    name = qstat(job.native_id or "")["Job_Name"]
+    assert name.startswith("it_s") and set(name) <= set(
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+@pytest.mark.parametrize("attributes, resources, field", [
+    (JobAttributes(reservation_id="resv 1"), None, "reservation_id"),
+    (JobAttributes(reservation_id="R1", queue_name="workq"), None, "queue_name"),
+    (JobAttributes(queue_name="a\nb"), None, "queue_name"),
+    (JobAttributes(custom_attributes={"pbs.block": True}), None, "pbs.block"),
+    (JobAttributes(custom_attributes={"pbs.Bad Name": 1}), None, "pbs.Bad Name"),
+    (None, ResourceSpecV1(process_count=4, memory=2**30), "memory"),
+])
+def test_what_pbs_cannot_take_is_refused_before_qsub(executor: JobExecutor, work_dir: Path,
+                                                     attributes: JobAttributes | None,
+                                                     resources: ResourceSpecV1 | None,
+                                                     field: str) -> None:
+    spec = JobSpec("/bin/true", attributes=attributes or JobAttributes(), resources=resources)
+    with pytest.raises(InvalidJobException, match=field.replace(".", r"\.")):
+        executor.submit(Job(spec))
+    # nothing left behind, so nothing was handed to qsub
+    assert not work_dir.exists() or not any(p.name != "ids" for p in work_dir.iterdir())
+
+
+def test_qsub_refusals_carry_pbs_message(executor: JobExecutor, tmp_path: Path,
+                                         work_dir: Path) -> None:
+    job = Job(JobSpec("/bin/true", attributes=JobAttributes(queue_name="nosuchqueue")))
+    with pytest.raises(SubmitException, match="Unknown queue") as refused:
+        executor.submit(job)
+    assert not refused.value.transient
+    # an unreachable server: the same refusal, marked transient
+    bin_dir = shim(tmp_path / "bin", "qsub",
+                   'echo "Connection refused" >&2\n'
+                   'echo "qsub: cannot connect to server vm (errno=15010)" >&2; exit 1')
+    with JobExecutor.get_instance("pbs", config={"work_directory": work_dir,
+                                                 "bin_directory": bin_dir}) as ex:
+        with pytest.raises(SubmitException, match="cannot connect") as down:
+            ex.submit(Job(JobSpec("/bin/true")))
+        assert down.value.transient
