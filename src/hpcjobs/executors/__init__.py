@@ -10,7 +10,8 @@ from __future__ import annotations
 import importlib
 
 _CLASSES = {"LocalJobExecutor": "local", "SlurmJobExecutor": "slurm",
-            "FluxJobExecutor": "flux", "BatsimJobExecutor": "batsim"}
+            "PBSJobExecutor": "pbs", "FluxJobExecutor": "flux",
+            "BatsimJobExecutor": "batsim"}
 
 __all__ = sorted(_CLASSES)
 
