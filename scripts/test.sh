@@ -19,6 +19,8 @@ if [ "$(id -u)" = 0 ]; then
 else
   echo "test.sh: not root: cannot install OpenMPI or start Slurm; those tests will skip" >&2
 fi
+# a private Redis (Unix socket, no TCP port) for the legacy Batsim protocol's job data
+if command -v redis-server >/dev/null; then eval "$(bash scripts/redis.sh up)"; fi
 
 echo "== mypy --strict"
 .venv/bin/mypy

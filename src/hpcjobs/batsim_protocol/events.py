@@ -57,6 +57,7 @@ EVENTS: dict[str, EventType] = {e.name: e for e in (
     EventType("JOB_COMPLETED", BATSIM, "C", "JobCompletedEvent"),
     EventType("JOB_KILLED", BATSIM, None, "JobsKilledEvent"),
     EventType("REQUESTED_CALL", BATSIM, "N", "RequestedCallEvent"),
+    EventType("NOP", DECISION, "N", None, json=False),  # legacy: "do nothing"
     EventType("RESOURCE_STATE_CHANGED", BATSIM, "p", None),
     EventType("ANSWER", BATSIM, "e", None),
     EventType("NOTIFY", "", None, "FinishRegistrationEvent"),

@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
 import time
 from typing import NoReturn
 
-from ..batsim_protocol.codecs import get_codec
 from ..batsim_protocol.errors import ProtocolError
 from ..batsim_protocol.events import Message, simulation_error
 from ..batsim_protocol.platform import parse_platform
-from ..batsim_protocol.transports.zeromq import ReqChannel
 from . import BATSIM_VERSION
 from .engine import Engine, Options
 from .errors import Deadlock, InputError, SimError
 from .output import write_outputs
-from .server import hello, serve
+from .server import hello, open_channel, serve
 from .workload import parse_workload
 
 log = logging.getLogger(__name__)
@@ -57,9 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="(not in Batsim) give up when a reply takes longer than this many "
                              "wall-clock seconds; 0 waits forever. Default %(default)s")
-    parser.add_argument("--protocol", choices=("json", "batprotocol"), default="json",
-                        help="(not in Batsim) the protocol generation: json (Batsim 3-4, default) "
-                             "or batprotocol (Batsim 5)")
+    parser.add_argument("--protocol", choices=("json", "batprotocol", "legacy"), default="json",
+                        help="(not in Batsim) the protocol generation: json (Batsim 3-4, default), "
+                             "batprotocol (Batsim 5) or legacy (Batsim < 1.0: -s is a Unix socket "
+                             "path, job data go to Redis, see --redis-url)")
+    parser.add_argument("--redis-url", help="(not in Batsim) with --protocol legacy: the Redis that "
+                                            "receives the job data, e.g. unix:///run/redis.sock")
     parser.add_argument("--version", action="version", version=f"{BATSIM_VERSION} (hpcjobs.sim)")
     return parser
 
@@ -84,7 +86,13 @@ def run(argv: list[str]) -> int:
             raise InputError("--acknowledge-dynamic-jobs needs --enable-dynamic-jobs")
         if args.enable_profile_reuse and not args.enable_dynamic_jobs:
             raise InputError("--enable-profile-reuse needs --enable-dynamic-jobs")
-        if not args.socket_endpoint.startswith(("tcp://", "ipc://")):
+        if args.protocol == "legacy":
+            if args.socket_endpoint.startswith(("tcp://", "ipc://")):
+                raise InputError(f"--socket-endpoint {args.socket_endpoint!r}: the legacy protocol "
+                                 "serves a Unix socket: give its path")
+            if not args.redis_url:
+                raise InputError("--protocol legacy needs --redis-url (its job data live in Redis)")
+        elif not args.socket_endpoint.startswith(("tcp://", "ipc://")):
             raise InputError(f"--socket-endpoint {args.socket_endpoint!r}: only tcp:// and ipc:// are supported")
         folder = os.path.dirname(args.export) or "."
         if not os.path.isdir(folder):
@@ -94,7 +102,9 @@ def run(argv: list[str]) -> int:
         workloads = [parse_workload(path, f"w{i}", len(platform.compute)) for i, path in enumerate(args.workload)]
         options = Options(args.enable_dynamic_jobs, args.acknowledge_dynamic_jobs, args.enable_profile_reuse,
                           args.forward_profiles_on_submission, args.sched_cfg)
-        channel = ReqChannel(args.socket_endpoint, get_codec(args.protocol), args.timeout)
+        channel = open_channel(args.protocol, args.socket_endpoint, args.timeout, args.redis_url)
+        if args.protocol == "legacy":
+            options = dataclasses.replace(options, forward_profiles=True)  # profile_<id> in Redis
         engine = None
         try:
             if args.protocol == "batprotocol":

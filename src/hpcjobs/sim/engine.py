@@ -131,6 +131,7 @@ class Engine:
             "REGISTER_PROFILE": self._register_profile, "NOTIFY": self._notify,
             "SET_JOB_METADATA": self._set_metadata, "CHANGE_JOB_STATE": self._change_state,
             "QUERY": self._query, "STOP_CALL_ME_LATER": self._stop_call_me_later,
+            "NOP": lambda data: None,  # the legacy protocol's "do nothing"
         }
         for index, wl in enumerate(workloads):
             self._profiles[wl.name] = dict(wl.profiles)

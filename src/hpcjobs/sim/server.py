@@ -7,12 +7,31 @@ from __future__ import annotations
 import dataclasses
 import logging
 
+from typing import Optional
+
+from ..batsim_protocol import redis_store
+from ..batsim_protocol.codecs import get_codec
 from ..batsim_protocol.events import Message
 from ..batsim_protocol.transports import Channel
+from ..batsim_protocol.transports.unix import UnixServerChannel
+from ..batsim_protocol.transports.zeromq import ReqChannel
 from .engine import Engine, Options
 from .errors import ProtocolViolation
 
 log = logging.getLogger(__name__)
+
+
+def open_channel(protocol: str, endpoint: str, timeout: float, redis_url: Optional[str]) -> Channel:
+    """Batsim's end of a connection speaking ``protocol``: ZeroMQ REQ for json and
+    batprotocol; for legacy a Unix socket served at ``endpoint`` (a path), with the job
+    data published in the Redis at ``redis_url``."""
+    codec = get_codec(protocol)
+    if protocol != "legacy":
+        return ReqChannel(endpoint, codec, timeout)
+    assert redis_url is not None
+    client = redis_store.connect(redis_url)
+    return redis_store.PublishingChannel(UnixServerChannel(endpoint, codec, timeout), client,
+                                         redis_store.prefix_for(endpoint))
 
 
 def serve(engine: Engine, channel: Channel) -> None:
@@ -21,8 +40,9 @@ def serve(engine: Engine, channel: Channel) -> None:
     while True:
         reply = channel.exchange(Message(engine.now, events))
         if engine.ended:
-            if reply.events:
-                log.warning("ignoring %d event(s) in the reply to SIMULATION_ENDS", len(reply.events))
+            ignored = [e for e in reply.events if e["type"] != "NOP"]  # legacy: "nothing to say"
+            if ignored:
+                log.warning("ignoring %d event(s) in the reply to SIMULATION_ENDS", len(ignored))
             return
         engine.apply_reply(reply.now, reply.events)
         events = engine.next_events()

@@ -19,7 +19,7 @@ from ..events import Message
 __all__ = ["Codec", "get_codec", "NAMES"]
 
 #: the codecs that exist (module names); the first is the default
-NAMES = ("json", "batprotocol")
+NAMES = ("json", "batprotocol", "legacy")
 
 
 class Codec(Protocol):

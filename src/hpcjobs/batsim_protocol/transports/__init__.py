@@ -35,8 +35,9 @@ class Decoder:
 class Channel(Protocol):
     """The Batsim end of a connection."""
 
-    #: wall-clock seconds spent waiting for replies
-    waited: float
+    @property
+    def waited(self) -> float:
+        """Wall-clock seconds spent waiting for replies."""
 
     def exchange(self, message: Message) -> Message:
         """Send ``message`` and return the reply; ``PeerGone`` if there is none."""

@@ -15,13 +15,15 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
-from ...batsim_protocol.codecs import NAMES as PROTOCOLS
 from ...executor import JobExecutorConfig
 
 if TYPE_CHECKING:
     from .schedulers.base import Scheduler
 
-__all__ = ["BatsimExecutorConfig", "DEFAULT_HOSTS"]
+__all__ = ["BatsimExecutorConfig", "DEFAULT_HOSTS", "PROTOCOLS"]
+
+#: the protocols with dynamic jobs (the legacy one has none: see hpcjobs-schedule)
+PROTOCOLS = ("json", "batprotocol")
 
 #: hosts of the platform written when neither ``platform`` nor ``hosts`` is given
 DEFAULT_HOSTS = 16
@@ -105,7 +107,8 @@ class BatsimExecutorConfig(JobExecutorConfig):
                              f"got {self.endpoint!r}")
         if self.protocol not in PROTOCOLS:
             raise ValueError(f"batsim config 'protocol' must be one of {', '.join(PROTOCOLS)}, "
-                             f"got {self.protocol!r}")
+                             f"got {self.protocol!r} (the legacy protocol has no dynamic jobs: "
+                             "run static workloads with hpcjobs-schedule)")
         if not isinstance(self.scheduler, str):
             from .schedulers.base import Scheduler
             if not isinstance(self.scheduler, Scheduler):

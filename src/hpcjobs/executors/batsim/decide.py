@@ -22,10 +22,12 @@ import time
 from typing import Optional
 
 from ...batsim_protocol import events as protocol
+from ...batsim_protocol import redis_store
 from ...batsim_protocol.codecs import get_codec
 from ...batsim_protocol.errors import BatsimError, PeerGone, ProtocolError
 from ...batsim_protocol.events import Message
 from ...batsim_protocol.transports import Endpoint
+from ...batsim_protocol.transports.unix import UnixClientEndpoint
 from ...batsim_protocol.transports.zeromq import RepEndpoint
 from ...job import Job
 from ...state import JobStatus
@@ -76,12 +78,28 @@ def decide(endpoint: Endpoint, scheduler: Scheduler, hello: bool, timeout: float
         msg = endpoint.receive(alive)
 
 
+def open_endpoint(protocol: str, where: str, redis_url: Optional[str], connect_timeout: float) -> Endpoint:
+    """The decision process's end of a connection speaking ``protocol``: a ZeroMQ REP
+    socket bound at ``where``, or (legacy) a client of Batsim's Unix socket ``where``
+    reading job data from the Redis at ``redis_url``."""
+    codec = get_codec(protocol)
+    if protocol != "legacy":
+        return RepEndpoint(where, codec)
+    if not redis_url:
+        raise ValueError("--protocol legacy needs --redis-url (Batsim writes the job data there)")
+    client = redis_store.connect(redis_url)
+    return redis_store.ReadingEndpoint(UnixClientEndpoint(where, codec, connect_timeout), client,
+                                       redis_store.prefix_for(where))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hpcjobs-schedule", description=__doc__.split("\n\n")[0])
     parser.add_argument("-s", "--socket-endpoint", default="tcp://*:28000",
                         help="where Batsim connects: tcp://... or ipc://... (default %(default)s)")
-    parser.add_argument("--protocol", choices=("json", "batprotocol"), default="json",
-                        help="json (Batsim 3-4, default) or batprotocol (Batsim 5)")
+    parser.add_argument("--protocol", choices=("json", "batprotocol", "legacy"), default="json",
+                        help="json (Batsim 3-4, default), batprotocol (Batsim 5) or legacy (Batsim < 1.0: "
+                             "-s is Batsim's Unix socket path; job data come from --redis-url)")
+    parser.add_argument("--redis-url", help="with --protocol legacy: the Redis Batsim writes job data to")
     parser.add_argument("--scheduler", default="fcfs",
                         help="fcfs, easy or a third-party name (entry points %s)" % schedulers.GROUP)
     parser.add_argument("--timeout", type=float, default=0.0,
@@ -98,9 +116,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     endpoint: Optional[Endpoint] = None
     try:
         scheduler = schedulers.load(args.scheduler)
-        codec = get_codec(args.protocol)
-        endpoint = RepEndpoint(args.socket_endpoint, codec)
-        decide(endpoint, scheduler, getattr(codec, "hello", False), args.timeout)
+        endpoint = open_endpoint(args.protocol, args.socket_endpoint, args.redis_url, args.timeout or 30.0)
+        decide(endpoint, scheduler, args.protocol == "batprotocol", args.timeout)
         return 0
     except BatsimError as exc:
         print(f"hpcjobs-schedule: error: {exc}", file=sys.stderr)
