@@ -28,9 +28,10 @@ from collections import deque
 
 import zmq
 
-from hpcjobs.batsim_protocol.codecs import NAMES, get_codec
+from hpcjobs.batsim_protocol.codecs import NAMES
 from hpcjobs.batsim_protocol.events import Message, edc_hello, execute_job
-from hpcjobs.batsim_protocol.transports.zeromq import RepEndpoint
+from hpcjobs.batsim_protocol.transports import Endpoint
+from hpcjobs.executors.batsim.decide import open_endpoint
 
 TARGET_JOBS_PER_S = 5000.0
 TARGET_PEAK_MB = 200.0
@@ -79,7 +80,7 @@ def write_inputs(folder: str, nb_jobs: int, nb_hosts: int, seed: int, resolution
     return platform, workload
 
 
-def fcfs(endpoint: RepEndpoint, hello: bool) -> int:
+def fcfs(endpoint: Endpoint, hello: bool) -> int:
     """First-come first-served: start queued jobs in order while the head fits (a
     decision process on the protocol stack, so every protocol is driven alike)."""
     queue: deque[tuple[str, int]] = deque()
@@ -140,17 +141,21 @@ def zmq_baseline(endpoint: str, count: int) -> float:
     return count / elapsed
 
 
-def run(protocol: str, platform: str, workload: str, folder: str) -> dict[str, object]:
+def run(protocol: str, platform: str, workload: str, folder: str, redis_url: str) -> dict[str, object]:
     """One end-to-end run of the workload over ``protocol``."""
-    endpoint = f"ipc://{folder}/{protocol}.sock"
-    codec = get_codec(protocol)
-    channel = RepEndpoint(endpoint, codec)
+    # legacy: Batsim serves a Unix socket and the decision process connects to it
+    legacy = protocol == "legacy"
+    where = f"{folder}/{protocol}.sock" if legacy else f"ipc://{folder}/{protocol}.sock"
     prefix = os.path.join(folder, protocol)
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     start = time.perf_counter()
+    channel = None if legacy else open_endpoint(protocol, where, None, 30.0)
     sim = subprocess.Popen([sys.executable, "-m", "hpcjobs.sim", "-p", platform, "-w", workload,
-                            "-s", endpoint, "-e", prefix, "-q", "--protocol", protocol])
-    messages = fcfs(channel, getattr(codec, "hello", False))
+                            "-s", where, "-e", prefix, "-q", "--protocol", protocol,
+                            *(["--redis-url", redis_url] if legacy else [])])
+    if channel is None:
+        channel = open_endpoint(protocol, where, redis_url, 30.0)
+    messages = fcfs(channel, protocol == "batprotocol")
     code = sim.wait(timeout=3600)
     elapsed = time.perf_counter() - start
     # ru_maxrss of children is the largest so far: a later run only shows when larger
@@ -172,10 +177,16 @@ def main() -> None:
                              "event gets a message of its own (about 2 per job)")
     parser.add_argument("--protocol", nargs="+", choices=NAMES, default=list(NAMES),
                         help="protocols to run, one JSON line each (default: all)")
+    parser.add_argument("--redis-url", default=os.environ.get("HPCJOBS_TEST_REDIS"),
+                        help="the Redis of the legacy protocol (default: $HPCJOBS_TEST_REDIS, "
+                             "which scripts/redis.sh up prints)")
     args = parser.parse_args()
+    if "legacy" in args.protocol and not args.redis_url:
+        parser.error("--protocol legacy needs a Redis: --redis-url, or eval \"$(scripts/redis.sh up)\"")
     with tempfile.TemporaryDirectory() as folder:
         platform, workload = write_inputs(folder, args.jobs, args.hosts, args.seed, args.time_resolution)
-        runs = {protocol: run(protocol, platform, workload, folder) for protocol in args.protocol}
+        runs = {protocol: run(protocol, platform, workload, folder, args.redis_url)
+                for protocol in args.protocol}
         messages = max(int(r["messages"]) for r in runs.values())  # type: ignore[call-overload]
         baseline = zmq_baseline(f"ipc://{folder}/baseline.sock", min(messages, 50_000))
     json_rate = args.jobs / float(runs["json"]["wall_s"]) if "json" in runs else None  # type: ignore[arg-type]
