@@ -104,7 +104,7 @@ def test_real_batsim_4_2_1_gives_the_same_jobs(tmp_path: Path) -> None:
     ("json", b'{"now": 0, "events": [{"timestamp": 0, "type": "EXECUTE_JOB", "data": 3}]}',
      "events[0].data"),
     ("json", b'{"now": 0, "events": ["\xff"]}', "message"),
-    ("batprotocol", b"\x04\x00\x00\x00garbage!", "now"),
+    ("batprotocol", b"\x04\x00\x00\x00garbage!", "message"),
 ])
 def test_a_broken_reply_ends_the_simulation_naming_where(tmp_path: Path, protocol: str, garbage: bytes,
                                                          field: str) -> None:
@@ -182,7 +182,8 @@ def _executor_run(tmp_path: Path, protocol: str) -> str:
     """PSI/J jobs through the Batsim executor (virtual time): sleeps, a failing command,
     a cancelled job."""
     ex = JobExecutor.get_instance("batsim", config=BatsimExecutorConfig(
-        protocol=protocol, virtual_time=True, hosts=3, work_directory=tmp_path / protocol))
+        protocol=protocol, virtual_time=True, hosts=3, simulator="hpcjobs.sim",
+        work_directory=tmp_path / protocol))
     jobs = [Job(JobSpec(executable="/bin/sleep", arguments=[str(10 + i)],
                         attributes=JobAttributes(duration=timedelta(seconds=100)))) for i in range(5)]
     jobs.append(Job(JobSpec(executable="/bin/false", attributes=JobAttributes(duration=timedelta(seconds=100)))))

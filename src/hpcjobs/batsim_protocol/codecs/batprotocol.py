@@ -47,10 +47,12 @@ import struct
 from typing import Any, Callable, Optional
 
 import flatbuffers
+from flatbuffers.table import Table
 
 from ..errors import ProtocolError
 from ..events import Event, Message
 from . import batprotocol_fb
+from . import batprotocol_wire as wire
 
 __all__ = ["Codec", "BATPROTOCOL_VERSION"]
 
@@ -77,6 +79,12 @@ class Codec:
     hello = True
 
     def encode(self, message: Message) -> bytes:
+        # the per-job events: written directly (batprotocol_wire); the rest: generated code
+        fast = wire.encode(message.now, message.events)
+        return self.encode_generated(message) if fast is None else fast
+
+    def encode_generated(self, message: Message) -> bytes:
+        """``encode`` through the generated classes only."""
         out = fb.MessageT()
         out.now = message.now
         out.events = []
@@ -99,51 +107,46 @@ class Codec:
     def decode(self, raw: bytes) -> Message:
         if len(raw) < 8:
             raise ProtocolError(f"a FlatBuffer of {len(raw)} bytes is too short", "message")
-        (root,) = struct.unpack_from("<I", raw, 0)
-        if root + 4 > len(raw):
-            raise ProtocolError(f"root offset {root} is outside the {len(raw)}-byte buffer", "message")
-        field = "now"
+        field = "message"
         try:
-            msg = fb.Message.GetRootAs(raw, 0)
-            now = msg.Now()
-            field = "events"
-            if msg.EventsIsNone():
-                raise ProtocolError("the required field 'events' is missing", field)
+            now, items, reader = wire.read_message(raw)
+            if not math.isfinite(now):
+                raise ProtocolError(f"'now' ({now}) is not finite", "now")
             events: list[Event] = []
-            for index in range(msg.EventsLength()):
+            for index, (kind, stamp, pos) in enumerate(items):
                 field = f"events[{index}]"
-                item = msg.Events(index)
-                kind = item.EventType()
                 member = _EVENT_NAMES.get(kind)
                 if member is None or member == "NONE":
-                    raise ProtocolError(f"unknown event type {kind} (not in the schema's Event union)",
-                                        field)
+                    raise ProtocolError(f"unknown event type {kind} (not in the schema's Event union)", field)
                 decoder = _DECODERS.get(member)
                 if decoder is None:
                     raise ProtocolError(f"{member} is not modelled by hpcjobs (probes, storage, external "
                                         "events and power states are not)", f"{field} ({member})")
                 field = f"{field} ({member})"
-                table = item.Event()
-                if table is None:
-                    raise ProtocolError("the required event is missing", field)
-                obj = fb.EventCreator(kind, table)
-                stamp = item.Timestamp()
                 if not math.isfinite(stamp):
                     raise ProtocolError(f"timestamp {stamp} is not finite", f"{field}.timestamp")
-                kind_name, data = decoder(obj)
+                decoded = wire.decode_event(reader, kind, pos)
+                if decoded is None:  # a rarer event or variant: the generated code reads it
+                    decoded = decoder(fb.EventCreator(kind, Table(raw, pos)))
+                kind_name, data = decoded
                 if kind_name == "REGISTER_JOB":
                     data["job"]["subtime"] = stamp  # batprotocol's job has no submission time
                 events.append({"timestamp": stamp, "type": kind_name, "data": data})
-        except ProtocolError:
+        except ProtocolError as e:
+            if e.field is not None and not e.field.startswith(("events", "now", "message")):
+                e.field = f"{field}.{e.field}"  # located inside the event being read
             raise
+        except wire.Corrupt as e:
+            where = e.args[0]
+            where = where if where.startswith(("events", "now", "root", "message")) else f"{field}.{where}"
+            raise ProtocolError("the FlatBuffer fails verification: an offset leaves the buffer",
+                                where) from None
         except _Missing as e:
             raise ProtocolError(f"the required field {e.args[0]!r} is missing", f"{field}.{e.args[0]}") from None
         except UnicodeDecodeError as e:
             raise ProtocolError(f"a string is not UTF-8 at byte {e.start}", field) from None
         except (struct.error, IndexError, TypeError, ValueError, AttributeError, OverflowError) as e:
             raise ProtocolError(f"the FlatBuffer fails verification: {e}", field) from None
-        if not math.isfinite(now):
-            raise ProtocolError(f"'now' ({now}) is not finite", "now")
         return Message(now, events)
 
 

@@ -49,7 +49,8 @@ class BatsimExecutorConfig(JobExecutorConfig):
     ``export_prefix``: prefix of Batsim's output files (``<prefix>_jobs.csv``, ...);
     default ``<work directory>/<run>/out``.
     ``protocol``: the Batsim protocol generation to speak (:mod:`hpcjobs.batsim_protocol.codecs`):
-    ``"json"`` (Batsim 3-4) or ``"batprotocol"`` (Batsim 5).
+    ``"json"`` (Batsim 3-4) or ``"batprotocol"`` (Batsim 5; ``simulator="auto"`` then
+    means ``hpcjobs.sim``: give a Batsim 5 program's path to use one).
     ``endpoint``: the ZeroMQ endpoint; default an ``ipc://`` socket in a private
     (0700) directory.
     ``close_timeout``: wall-clock seconds ``close()`` lets the simulation run to its

@@ -31,7 +31,8 @@ def simulator_command(simulator: str, platform: Path, export_prefix: Path, endpo
     if protocol == "json":
         flags += _DYNAMIC
     if simulator == "auto":
-        simulator = "batsim" if shutil.which("batsim") else "hpcjobs.sim"
+        # a batsim on PATH is taken for Batsim 4 (JSON): a Batsim 5 is named explicitly
+        simulator = "batsim" if protocol == "json" and shutil.which("batsim") else "hpcjobs.sim"
     if simulator == "hpcjobs.sim":
         # --timeout 0 (hpcjobs.sim only): in virtual time the executor may hold a reply
         # for as long as its client does not wait
