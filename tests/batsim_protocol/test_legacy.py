@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from hpcjobs.batsim_protocol import redis_store
 from hpcjobs.batsim_protocol.codecs import get_codec
 from hpcjobs.batsim_protocol.errors import PeerGone, ProtocolError
 from hpcjobs.batsim_protocol.events import Message
@@ -164,3 +165,39 @@ def test_a_peer_that_leaves_between_messages_is_gone(tmp_path: Path) -> None:
     thread.join(10)
     server.close()
     assert len(errors) == 1 and isinstance(errors[0], PeerGone)
+
+
+def test_job_data_travel_through_redis_and_a_missing_key_is_named(tmp_path: Path, redis_url: str) -> None:
+    path = str(tmp_path / "batsim.sock")
+    client = redis_store.connect(redis_url)
+    prefix = redis_store.prefix_for(path)
+    server = redis_store.PublishingChannel(UnixServerChannel(path, codec, timeout=10), client, prefix)
+    job = {"id": "w!1", "subtime": 0.0, "res": 2, "profile": "p", "walltime": 30}
+    errors: list[Exception] = []
+
+    def batsim() -> None:
+        try:
+            server.exchange(Message(0.0, [ev(0.0, "SIMULATION_BEGINS", nb_compute_resources=4)]))
+            server.exchange(Message(1.0, [ev(1.0, "JOB_SUBMITTED", job_id="w!1", job=job,
+                                             profile={"type": "delay", "delay": 5})]))
+            client.delete(prefix + "job_w!2")
+            server._inner.exchange(Message(2.0, [ev(2.0, "JOB_SUBMITTED", job_id="w!2")]))  # unpublished
+        except Exception as e:
+            errors.append(e)
+
+    thread = threading.Thread(target=batsim)
+    thread.start()
+    dp = redis_store.ReadingEndpoint(UnixClientEndpoint(path, codec), client, prefix)
+    begins = dp.receive(lambda: None).events[0]["data"]
+    assert begins["nb_compute_resources"] == 4 and [r["id"] for r in begins["compute_resources"]] == [0, 1, 2, 3]
+    dp.send(Message(0.0, []))
+    submitted = dp.receive(lambda: None).events[0]["data"]
+    assert submitted["job"] == job and submitted["profile"] == {"type": "delay", "delay": 5}
+    assert client.get(prefix + "job_w!1") is not None and client.get(prefix + "nb_res") == b"4"
+    dp.send(Message(1.0, []))
+    with pytest.raises(ProtocolError, match=re.escape(f"did not set '{prefix}job_w!2'")):
+        dp.receive(lambda: None)
+    dp.close()
+    thread.join(10)
+    server.close()
+    client.delete(*client.keys(prefix.replace("[", "\\[") + "*"))

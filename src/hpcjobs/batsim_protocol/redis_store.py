@@ -87,34 +87,39 @@ class ReadingEndpoint:
 
     def receive(self, alive: Callable[[], None]) -> Message:
         msg = self._inner.receive(alive)
+        submitted = []
         for event in msg.events:
             kind, data = event["type"], event["data"]
             if kind == "SIMULATION_BEGINS":
-                count = int(self._get("nb_res"))
+                (raw,) = self._get(["nb_res"])
+                count = int(raw)
                 data.update(nb_resources=count, nb_compute_resources=count,
                             compute_resources=[{"id": i, "name": str(i), "state": "idle", "properties": {},
                                                 "zone_properties": {}} for i in range(count)])
             elif kind == "JOB_SUBMITTED":
-                job_id = data["job_id"]
-                job = self._json(f"job_{job_id}")
-                job["id"] = job_id
-                data["job"] = job
-                data["profile"] = self._json(f"profile_{job_id}")
+                submitted.append(data)
+        if submitted:  # one round trip for all the jobs of the message
+            keys = [f"{kind}_{data['job_id']}" for data in submitted for kind in ("job", "profile")]
+            values = iter(self._get(keys))
+            for data, key in zip(submitted, keys[::2]):
+                data["job"] = self._json(key, next(values))
+                data["job"]["id"] = data["job_id"]
+                data["profile"] = self._json(key.replace("job_", "profile_", 1), next(values))
         return msg
 
-    def _get(self, key: str) -> bytes:
+    def _get(self, keys: list[str]) -> list[bytes]:
         try:
-            value: Any = self._client.get(self._prefix + key)
+            values: list[Any] = self._client.mget([self._prefix + key for key in keys])
         except redis.RedisError as e:
-            raise PeerGone(f"cannot read {key!r} from Redis: {e}") from None
-        if value is None:
-            raise ProtocolError(f"Batsim did not set {self._prefix + key!r} in Redis", key)
-        assert isinstance(value, bytes)
-        return value
+            raise PeerGone(f"cannot read {keys[0]!r} from Redis: {e}") from None
+        for key, value in zip(keys, values):
+            if value is None:
+                raise ProtocolError(f"Batsim did not set {self._prefix + key!r} in Redis", key)
+        return values
 
-    def _json(self, key: str) -> dict[str, Any]:
+    def _json(self, key: str, raw: bytes) -> dict[str, Any]:
         try:
-            value = json.loads(self._get(key))
+            value = json.loads(raw)
         except ValueError as e:
             raise ProtocolError(f"Redis key {self._prefix + key!r} is not JSON: {e}", key) from None
         if not isinstance(value, dict):
