@@ -131,19 +131,22 @@ def _walltime(rng: random.Random, profiles: dict[str, Any], name: str, res: int)
     if rng.random() < 0.3:
         return None
     ends = _step_ends(profiles, name, res)
-    end = rng.choice(ends) if ends else 1.0
-    return max(0.5, end + rng.choice([0, 0, -0.5, 0.5, 100]))
+    end, ptask = rng.choice(ends)
+    # a parallel task ending exactly at the walltime is SimGrid's floating-point
+    # solver's call (docs/sim.md): only delay steps get a walltime exactly at their end
+    return max(0.5, end + rng.choice([0.5, -0.5, 0.5, 100] if ptask else [0, 0, -0.5, 0.5, 100]))
 
 
-def _step_ends(profiles: dict[str, Any], name: str, res: int) -> list[float]:
+def _step_ends(profiles: dict[str, Any], name: str, res: int) -> list[tuple[float, bool]]:
+    """When each step of a run ends, and whether it is a parallel task."""
     prof = profiles[name]
     if prof["type"] != "composed":
-        return [_leaf(prof, res)]
+        return [(_leaf(prof, res), prof["type"] != "delay")]
     ends, t = [], 0.0
     for _ in range(prof.get("repeat", 1)):
         for sub in prof["seq"]:
             t += _leaf(profiles[sub], res)
-            ends.append(t)
+            ends.append((t, profiles[sub]["type"] != "delay"))
     return ends
 
 

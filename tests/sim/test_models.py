@@ -102,7 +102,7 @@ def test_composed_profiles_without_loops() -> None:
     run = Execution(platform, platform.compute[:1], profiles.__getitem__)
     assert run.run(profiles["s"]) == (3.0 * 10**12, 0)
     assert run.progress(profiles["s"], 7.5) == {
-        "profile": "s", "current_task_index": 5, "current_task": {"profile": "d2", "progress": 0.25}}
+        "profile_name": "s", "current_task_index": 5, "current_task": {"profile_name": "d2", "progress": 0.25}}
     loop = {"a": make_profile("a", {"type": "composed", "seq": ["b"]}, InputError, "t"),
             "b": make_profile("b", {"type": "composed", "seq": ["d", "a"]}, InputError, "t"),
             "d": profiles["d1"]}

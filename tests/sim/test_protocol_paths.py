@@ -24,9 +24,9 @@ def free_port() -> int:
 
 
 def test_tcp_endpoint_and_two_workloads(start_sim: Any, tmp_path: Path) -> None:
-    """Each workload submits in its own message. The reply to the first one has a decision
-    at time 0, which applies after everything else due at 0 (docs/sim.md, Timing, rule 1):
-    so the second workload's submission and the NOTIFY travel together."""
+    """Two workloads submitting at the same instant: as real Batsim 4.2.1 does (checked
+    against it), both submissions and the NOTIFY travel in one message (Batsim's server
+    is still busy with the second submission when the first submitter says goodbye)."""
     w0 = write_json(tmp_path / "a.json", {"nb_res": 1, "jobs": [{"id": 1, "subtime": 0, "res": 1, "profile": "d"}],
                                           "profiles": {"d": {"type": "delay", "delay": 2}}})
     w1 = write_json(tmp_path / "b.json", {"nb_res": 1, "jobs": [{"id": 1, "subtime": 0, "res": 1, "profile": "d"}],
@@ -44,8 +44,8 @@ def test_tcp_endpoint_and_two_workloads(start_sim: Any, tmp_path: Path) -> None:
         sim.dp.send(msg["now"], out)
         msg = sim.dp.recv()
     assert sim.finish()[0] == 0
-    assert messages[1:] == [[("JOB_SUBMITTED", "w0!1")],
-                            [("JOB_SUBMITTED", "w1!1"), ("NOTIFY", "no_more_static_job_to_submit")],
+    assert messages[1:] == [[("JOB_SUBMITTED", "w0!1"), ("JOB_SUBMITTED", "w1!1"),
+                             ("NOTIFY", "no_more_static_job_to_submit")],
                             [("JOB_COMPLETED", "w0!1")],
                             [("JOB_COMPLETED", "w1!1")], [("SIMULATION_ENDS", None)]]
     assert [r["job_id"] + r["workload_name"] for r in sim.jobs_csv()] == ["1w0", "1w1"]

@@ -28,9 +28,19 @@ from .workload import WorkloadJob, Profile, Workload, check_composed, make_job, 
 
 log = logging.getLogger(__name__)
 
+
+def shown(t: float) -> float:
+    """``t`` as Batsim writes times in its messages: rounded to the microsecond ("%f")."""
+    return float(f"{t:f}")
+
 Event = dict[str, Any]
 
 _SUBMIT, _COMPLETE, _CALL, _NOTIFY = 0, 1, 2, 3
+#: the rank of an internal event among those of its instant (see Engine._push); a
+#: completion's rank depends on how the job ends (0: a timer, 3: a parallel task)
+_RANKS = {_SUBMIT: 0, _CALL: 0, _NOTIFY: 1}
+#: on a platform with latency: one message per source, in this order
+_LATENCY_RANKS = {_SUBMIT: 0, _COMPLETE: 1, _CALL: 2, _NOTIFY: 3}
 
 SUBMITTED, RUNNING = "SUBMITTED", "RUNNING"
 SUCCESS, FAILED, WALLTIME = "COMPLETED_SUCCESSFULLY", "COMPLETED_FAILED", "COMPLETED_WALLTIME_REACHED"
@@ -105,11 +115,11 @@ class Engine:
         self.options = options
         self.now = 0.0
         self.ended = False
-        self._heap: list[tuple[float, int, int, int, Any]] = []
+        self._heap: list[tuple[float, int, float, int, int, int, Any]] = []
         self._seq = 0
         self._pending: list[Event] = []
         self.jobs: dict[str, SimJob] = {}
-        self.finished: list[SimJob] = []
+        self.finished: list[SimJob] = []  # ended or rejected, in that order
         self.nb_rejected = 0
         self._profiles: dict[str, dict[str, Profile]] = {}
         self._gone: set[tuple[str, str]] = set()
@@ -124,6 +134,10 @@ class Engine:
         self._static_left = 0
         self._registration_open = options.dynamic_jobs
         self._calls = 0
+        self._byes = 0  # workloads whose last submission the current instant made
+        master = platform.master
+        self._latency = any(link.latency > 0 for host in [platform.master, *(h.name for h in platform.compute)]
+                            for link in platform.route(master, host))
         self._named_calls: dict[str, list[_Call]] = {}
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "EXECUTE_JOB": self._execute, "REJECT_JOB": self._reject, "KILL_JOB": self._kill,
@@ -169,8 +183,10 @@ class Engine:
                        "sched-config": opts.sched_config, "forward-unknown-events": False},
             "compute_resources": compute, "storage_resources": [],
             "workloads": {wl.name: wl.path for wl in self.workloads},
-            # Batsim lists each workload's profiles in reverse file order
-            "profiles": {wl.name: dict(reversed(list(wl.raw_profiles.items()))) for wl in self.workloads},
+            # Batsim lists each workload's profiles in reverse file order, and only those
+            # its jobs use (directly or in a composed profile): it drops the others at load
+            "profiles": {wl.name: {name: raw for name, raw in reversed(list(wl.raw_profiles.items()))
+                                   if name in wl.used_profiles()} for wl in self.workloads},
         }
         if not opts.forward_profiles_on_begins:
             del data["profiles"]
@@ -191,12 +207,15 @@ class Engine:
     def apply_reply(self, now: float, events: list[Event]) -> None:
         """Apply the decision process's reply to the request sent at ``self.now``."""
         asked = self.now
-        if now < asked:
-            raise ProtocolViolation(f"reply 'now' ({now}) is earlier than the request's 'now' ({asked})")
+        if now < shown(asked):
+            raise ProtocolViolation(f"reply 'now' ({now}) is earlier than the request's 'now' ({shown(asked)})")
+        now = max(now, asked)  # (the request showed the time rounded to the microsecond)
         previous = asked
         for index, event in enumerate(events):
             stamp = event["timestamp"]
             kind = event["type"]
+            if shown(previous) <= stamp < previous:
+                stamp = previous
             if stamp > now:
                 raise ProtocolViolation(f"event #{index} ({kind}) has timestamp {stamp}, later than "
                                         f"the message's 'now' ({now})")
@@ -216,9 +235,24 @@ class Engine:
         self.now = now
 
     # ---- heap ----------------------------------------------------------------------
-    def _push(self, when: float, kind: int, sub: int, payload: Any) -> None:
+    def _push(self, when: float, kind: int, sub: int, payload: Any, rank: int = -1,
+              registered: float = -1.0) -> None:
+        """Schedule an internal event. Events of one instant reach the decision process
+        as Batsim's SimGrid actors reach its server (differential test, docs/sim.md):
+        one message with the timers (``rank`` 0: static submissions, requested calls,
+        delay steps and walltime kills, in the order their timers were set,
+        ``registered``), then ``no_more_static_job_to_submit`` (rank 1, the
+        submitter's next step), then parallel tasks that finish by themselves (rank 2,
+        a few scheduling rounds later)."""
         self._seq += 1
-        heapq.heappush(self._heap, (when, kind, sub, self._seq, payload))
+        if self._latency:
+            # Batsim's messages travel over the simulated network: each source's reach
+            # the decision process at its own time, in its own message (docs/sim.md)
+            rank, registered = _LATENCY_RANKS[kind], 0.0
+        elif rank < 0:
+            rank = _RANKS[kind]
+        heapq.heappush(self._heap, (when, rank, self.now if registered < 0 else registered, self._seq,
+                                    kind, sub, payload))
 
     def _advance(self, limit: float) -> None:
         heap = self._heap
@@ -226,28 +260,43 @@ class Engine:
             self._pop_group()
 
     def _pop_group(self) -> None:
+        """Handle the events of the next instant and rank (see :meth:`_push`)."""
         heap = self._heap
-        when, kind, sub, _, payload = heapq.heappop(heap)
-        if kind == _COMPLETE:
-            payloads = [payload]
-            while heap and heap[0][0] == when and heap[0][1] == kind:
-                payloads.append(heapq.heappop(heap)[4])
-            # completions of killed jobs are left in the heap: skip them without moving the clock
-            live = [job for job, token in payloads if job.token == token and job.state == RUNNING]
-            if live:
-                self.now = when
-                for job in live:
+        group = [heapq.heappop(heap)]
+        when, rank = group[0][0], group[0][1]
+        while heap and heap[0][0] == when and heap[0][1] == rank:
+            group.append(heapq.heappop(heap))
+        self._byes = 0
+        first_bye = -1  # index of the first submission that ended its workload
+        for index, (_, _, _, _, kind, sub, payload) in enumerate(group):
+            if self._byes and first_bye < 0:
+                first_bye = index - 1
+            if kind == _COMPLETE:
+                job, token = payload
+                # completions of killed jobs are left in the heap: skip them without
+                # moving the clock
+                if job.token == token and job.state == RUNNING:
+                    self.now = when
                     self._complete(job)
-            return
-        self.now = when
-        if kind == _SUBMIT:
-            self._submit_static(sub)
-        elif kind == _NOTIFY:
-            self._emit("NOTIFY", {"type": "no_more_static_job_to_submit"})
-        else:
-            self._requested_call(payload)
-            while heap and heap[0][0] == when and heap[0][1] == kind:
-                self._requested_call(heapq.heappop(heap)[4])
+                continue
+            self.now = when
+            if kind == _SUBMIT:
+                self._submit_static(sub)
+            elif kind == _NOTIFY:
+                self._emit("NOTIFY", {"type": "no_more_static_job_to_submit"})
+            else:
+                self._requested_call(payload)
+        if self._byes and first_bye < 0:
+            first_bye = len(group) - 1
+        if self._byes and not self._static_left:
+            # a submitter says goodbye one scheduling round after Batsim's server took
+            # its last submission: if the server is still busy with this instant's other
+            # messages then, the NOTIFY travels with them (docs/sim.md)
+            if first_bye < len(group) - 1 and not self._latency:
+                self._emit("NOTIFY", {"type": "no_more_static_job_to_submit"})
+            else:
+                self._push(when, _NOTIFY, 0, None)
+        self._byes = 0
 
     def _requested_call(self, call: _Call | None) -> None:
         if call is None:  # the JSON protocol's anonymous one-shot call
@@ -270,7 +319,12 @@ class Engine:
         self._emit("REQUESTED_CALL", {"id": call.id, "last_periodic_call": last and bool(call.period)})
 
     def _emit(self, kind: str, data: dict[str, Any]) -> None:
-        self._pending.append({"timestamp": self.now, "type": kind, "data": data})
+        self._pending.append({"timestamp": shown(self.now), "type": kind, "data": data})
+
+    @property
+    def shown_now(self) -> float:
+        """The current time as Batsim writes it in its messages."""
+        return shown(self.now)
 
     # ---- internal events -----------------------------------------------------------
     def _submit_static(self, index: int) -> None:
@@ -286,8 +340,7 @@ class Engine:
             self._push(jobs[cursor].subtime, _SUBMIT, index, None)
             return
         self._static_left -= 1
-        if not self._static_left:
-            self._push(when, _NOTIFY, 0, None)
+        self._byes += 1
 
     def _submitted(self, spec: WorkloadJob) -> None:
         self.jobs[spec.job_id] = SimJob(spec)
@@ -398,7 +451,7 @@ class Engine:
         lookup = self._lookup(job.spec.workload)
         profile = lookup(job.spec.profile)
         execution = Execution(self.platform, hosts, lookup)
-        duration, ret = execution.run(profile)
+        duration, ret, reached, last_step, by_itself = execution.ending(profile, job.spec.walltime)
         now = self.now
         for res in alloc:
             self._busy[res] = job
@@ -408,15 +461,15 @@ class Engine:
         job.alloc = alloc
         job.alloc_text = intervals.format_ids(alloc)
         job.execution = execution
-        walltime = job.spec.walltime
-        if walltime != -1 and duration >= walltime:
+        if reached:
             # Batsim kills a job whose run reaches its walltime, even exactly: a delay
             # step sleeps only while it ends before the remaining time, a parallel task
             # waits with the remaining time as timeout (differential test, docs/sim.md)
-            job.end_state, job.ret, duration = WALLTIME, -1, walltime
+            job.end_state, job.ret = WALLTIME, -1
         else:
             job.end_state, job.ret = (SUCCESS if ret == 0 else FAILED), ret
-        self._push(now + duration, _COMPLETE, 0, (job, job.token))
+        self._push(now + duration, _COMPLETE, 0, (job, job.token), rank=2 if by_itself else 0,
+                   registered=now + last_step)
 
     def _map(self, jid: str, mapping: Any, hosts: list[Any]) -> list[Any]:
         if not isinstance(mapping, dict) or not mapping:
@@ -441,6 +494,7 @@ class Engine:
         job.token += 1
         self._unfinished -= 1
         self.nb_rejected += 1
+        self.finished.append(job)  # Batsim lists it in _jobs.csv when it is rejected
         self._ref(job.spec.workload, job.spec.profile, -1)
 
     def _kill(self, data: dict[str, Any]) -> None:
@@ -455,6 +509,9 @@ class Engine:
                 profile = self._lookup(job.spec.workload)(job.spec.profile)
                 progress[jid] = job.execution.progress(profile, self.now - job.start)
                 self._finish(job, KILLED)
+                # Batsim 4.2.1 reports the killed job's end before the JOB_KILLED
+                self._emit("JOB_COMPLETED", {"job_id": jid, "job_state": KILLED, "return_code": -2,
+                                             "alloc": job.alloc_text})
             elif job.state == SUBMITTED:
                 # never started: it ends killed, without progress (docs/sim.md)
                 self._finish(job, KILLED)

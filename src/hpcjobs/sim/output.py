@@ -1,8 +1,9 @@
 """Batsim 4.2.1's output files: ``<prefix>_jobs.csv`` and ``<prefix>_schedule.csv``.
 
 Columns and number formats ("%f", six decimals) follow the files Batsim wrote in
-fixtures/batsim-4.2.1; evalys reads them. Jobs appear in the order they finished;
-rejected jobs are counted but not listed.
+fixtures/batsim-4.2.1; evalys reads them. Jobs appear in the order they finished or
+were rejected (a rejected job's row has its request and REJECTED, nothing else); the
+means of _schedule.csv count rejected jobs as zeros, as Batsim's do.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import csv
 import math
 
 from . import BATSIM_VERSION
-from .engine import SUCCESS, Engine
+from .engine import REJECTED, SUCCESS, Engine
 
 JOB_COLUMNS = ("job_id,workload_name,profile,submission_time,requested_number_of_resources,"
                "requested_time,success,final_state,starting_time,execution_time,finish_time,"
@@ -44,6 +45,11 @@ def write_outputs(prefix: str, engine: Engine, scheduling_time: float, simulatio
         out.write(JOB_COLUMNS + "\n")
         for job in engine.finished:
             spec = job.spec
+            head = (f"{_field(spec.name)},{_field(spec.workload)},{_field(spec.profile)},{spec.subtime:f},"
+                    f"{spec.res},{spec.walltime:f}")
+            if job.state == REJECTED:
+                out.write(f"{head},0,{REJECTED},,,,,,,,,{_quote(job.metadata)}\n")
+                continue
             execution = job.finish - job.start
             wait = job.start - spec.subtime
             turnaround = job.finish - spec.subtime
@@ -54,15 +60,14 @@ def write_outputs(prefix: str, engine: Engine, scheduling_time: float, simulatio
             turnarounds.append(turnaround)
             stretches.append(stretch)
             makespan = max(makespan, job.finish)
-            out.write(f"{_field(spec.name)},{_field(spec.workload)},{_field(spec.profile)},{spec.subtime:f},{spec.res},"
-                      f"{spec.walltime:f},{int(success)},{job.state},{job.start:f},{execution:f},"
+            out.write(f"{head},{int(success)},{job.state},{job.start:f},{execution:f},"
                       f"{job.finish:f},{wait:f},{turnaround:f},{stretch:f},"
                       f"{job.alloc_text},{-1.0:f},{_quote(job.metadata)}\n")
-    finished = len(engine.finished)
+    finished = len(engine.finished) - engine.nb_rejected
     nb_jobs = finished + engine.nb_rejected
 
     def mean(values: list[float]) -> float:
-        return sum(values) / len(values) if values else 0.0
+        return sum(values) / nb_jobs if nb_jobs else 0.0
 
     row = [BATSIM_VERSION, f"{0.0:f}", f"{makespan:f}", f"{max(stretches, default=0.0):f}",
            f"{max(turnarounds, default=0.0):f}", f"{max(waits, default=0.0):f}",

@@ -10,7 +10,7 @@ FATPIPE link counts only its largest flow). A composed profile runs its steps in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..batsim_protocol.platform import Host, Link, Platform
@@ -46,19 +46,73 @@ class Execution:
         # every repetition is the same run: no loop over `repeat` (it may be huge)
         return once * profile.repeat, profile.ret
 
+    def ending(self, profile: Profile, walltime: float) -> tuple[float, int, bool, float, bool]:
+        """How a run of ``profile`` ends under ``walltime`` (-1: none): its duration,
+        return code, whether the walltime stopped it, when the step it ends in
+        started, and whether it ends as a parallel task finishing by itself (Batsim
+        reports those a few SimGrid scheduling rounds after timer-based endings:
+        delay steps, walltime kills, submissions, requested calls)."""
+        duration, ret = self.run(profile)
+        if walltime != -1 and duration >= walltime:
+            start = 0.0
+            for step, length in self._steps(profile, walltime):
+                start = step
+                if step + length >= walltime:
+                    break
+            return walltime, -1, True, start, False
+        last_start = 0.0
+        for step, _ in self._steps(profile, duration):
+            last_start = step
+        return duration, ret, False, last_start, self._last_leaf(profile).kind != "delay"
+
+    def _steps(self, profile: Profile, until: float) -> Iterator[tuple[float, float]]:
+        """(start, duration) of the leaf steps of a run, up to the one running at ``until``."""
+        if profile.kind != "composed":
+            yield 0.0, self.run(profile)[0]
+            return
+        leaves = self._leaves(profile)
+        once = sum(length for length, _ in leaves)
+        rounds = min(int(until // once), profile.repeat - 1) if once > 0 else 0
+        t = rounds * once
+        for length, _ in leaves:
+            yield t, length
+            if t + length >= until:
+                return
+            t += length
+
+    def _leaves(self, profile: Profile) -> list[tuple[float, Profile]]:
+        """The leaf steps of one repetition of a composed profile, up to its first
+        failing one."""
+        out: list[tuple[float, Profile]] = []
+        for name in profile.seq:
+            sub = self.lookup(name)
+            if sub.kind == "composed":
+                for _ in range(sub.repeat):
+                    out.extend(self._leaves(sub))
+            else:
+                out.append((self.run(sub)[0], sub))
+            if self.run(sub)[1] != 0:
+                break
+        return out
+
+    def _last_leaf(self, profile: Profile) -> Profile:
+        while profile.kind == "composed":
+            profile = self._leaves(profile)[-1][1]
+        return profile
+
     def progress(self, profile: Profile, elapsed: float) -> dict[str, Any]:
         """Batsim's ``job_progress`` object after ``elapsed`` seconds (killed job)."""
         if profile.kind != "composed":
             duration = self.run(profile)[0]
             done = elapsed / duration if duration > 0 else 0.0
-            return {"profile": profile.name, "progress": min(max(done, 0.0), 1.0)}
+            return {"profile_name": profile.name, "progress": min(max(done, 0.0), 1.0)}
         steps = [(name, self.run(self.lookup(name))[0]) for name in profile.seq]
         once = sum(duration for _, duration in steps)
         rounds = min(int(elapsed // once), profile.repeat - 1) if once > 0 else 0
         elapsed -= rounds * once
         for index, (name, duration) in enumerate(steps):
             if elapsed < duration or index == len(steps) - 1:
-                return {"profile": profile.name, "current_task_index": rounds * len(steps) + index,
+                return {"profile_name": profile.name, "current_task_index": rounds * len(steps) + index,
                         "current_task": self.progress(self.lookup(name), elapsed)}
             elapsed -= duration
         raise AssertionError("unreachable: a composed profile has at least one step")

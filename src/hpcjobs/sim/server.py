@@ -38,7 +38,7 @@ def serve(engine: Engine, channel: Channel) -> None:
     """Run the request/reply loop until SIMULATION_ENDS has been answered."""
     events = engine.simulation_begins()
     while True:
-        reply = channel.exchange(Message(engine.now, events))
+        reply = channel.exchange(Message(engine.shown_now, events))
         if engine.ended:
             ignored = [e for e in reply.events if e["type"] != "NOP"]  # legacy: "nothing to say"
             if ignored:

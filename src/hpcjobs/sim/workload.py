@@ -108,6 +108,8 @@ def make_job(raw: object, workload: str, error: type[SimError], where: str,
     name = str(jid)
     full = name if "!" in name else f"{workload}!{name}"
     name = full.split("!", 1)[1]
+    if "!" in name:
+        raise error(f"{where}: job {jid!r}: Invalid job_name {name!r}: contains a '!'")
 
     def fail(msg: str) -> SimError:
         return error(f"{where}: job {full!r} {msg}")
@@ -128,6 +130,9 @@ def make_job(raw: object, workload: str, error: type[SimError], where: str,
         raise fail(f"has an invalid 'walltime' ({walltime!r}): need a number > 0, or -1 for none")
     echoed = raw  # ours (freshly parsed): no copy, 100k-job workloads must stay small
     echoed["id"] = full
+    if walltime != -1:
+        # Batsim echoes the walltime as it printed it ("%f": six decimals)
+        echoed["walltime"] = float(f"{walltime:f}")
     assert isinstance(subtime, (int, float)) and isinstance(walltime, (int, float))
     return WorkloadJob(full, workload, name, float(subtime), float(walltime), res, profile, echoed)
 
@@ -141,6 +146,17 @@ class Workload:
     jobs: list[WorkloadJob]
     profiles: dict[str, Profile]
     raw_profiles: dict[str, Any]
+
+    def used_profiles(self) -> set[str]:
+        """The profiles its jobs use, directly or through composed profiles."""
+        used: set[str] = set()
+        todo = [job.profile for job in self.jobs]
+        while todo:
+            name = todo.pop()
+            if name not in used:
+                used.add(name)
+                todo.extend(self.profiles[name].seq)
+        return used
 
 
 def check_composed(profiles: dict[str, Profile], error: type[SimError], where: str) -> None:
@@ -196,9 +212,14 @@ def parse_workload(path: str, name: str, nb_compute: int) -> Workload:
         seen.add(job.job_id)
         if job.profile not in profiles:
             raise InputError(f"{where}: job {job.name!r} uses unknown profile {job.profile!r}")
-        if job.res > nb_compute:
-            raise InputError(f"{where}: job {job.name!r} requests {job.res} resources but the "
-                             f"platform has {nb_compute} compute resources")
+        executors = len(profiles[job.profile].cpu) if profiles[job.profile].kind == "parallel" else job.res
+        if executors != job.res:
+            raise InputError(f"{where}: job {job.job_id!r}: 'res' ({job.res}) does not match the number "
+                             f"of executors of its 'parallel' profile {job.profile!r} ({executors}): "
+                             "Batsim refuses the workload")
+        # (a job wider than the platform is accepted, as Batsim does: the decision
+        # process may give it fewer resources, or reject it)
         jobs.append(job)
-    jobs.sort(key=lambda j: j.subtime)  # stable: file order among equal subtimes
+    # Batsim submits the jobs of one instant in the order of their ids (as strings)
+    jobs.sort(key=lambda j: (j.subtime, j.name))
     return Workload(name, path, jobs, profiles, raw_profiles)
