@@ -6,11 +6,14 @@ jobs per wall-clock second, the ratio to JSON's in the same run (target for the 
 protocol: >= 1), the simulator's peak RSS,
 and, as the baseline measured in the same run, the bare JSON/ZeroMQ round-trip rate
 between two processes of this machine (the floor no simulator over this protocol can
-beat). For scale, real Batsim 4.2.1 does the full workload here at about 900 jobs/s
-with 540 MB; the target is >= 5,000 jobs/s and <= 200 MB.
+beat). When a real ``batsim`` is at hand (PATH, or ``--batsim PROGRAM``; ``--batsim ''``
+skips it), the same workload also runs on it in the same run, driven by the same decision
+process over JSON, and one more line (protocol ``batsim-4.2.1``) gives its figures and
+hpcjobs.sim's speed-up and memory share against it (targets: >= 5x its jobs/s, <= 40 %
+of its peak RSS). Peak RSS is each simulator process's own (wait4).
 
 Usage: python bench/sim_throughput.py [--jobs 100000] [--hosts 1000] [--seed 1] [--time-resolution 1]
-                                     [--protocol json batprotocol]
+                                     [--protocol json batprotocol] [--batsim PROGRAM]
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import argparse
 import json
 import os
 import random
-import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,7 +38,10 @@ from hpcjobs.executors.batsim.decide import open_endpoint
 
 TARGET_JOBS_PER_S = 5000.0
 TARGET_PEAK_MB = 200.0
-BATSIM_REFERENCE = {"jobs_per_s": 900.0, "peak_mb": 540.0}
+#: hpcjobs.sim against real Batsim on the same workload: at least this much faster, with
+#: at most this share of its peak memory
+TARGET_SPEEDUP_VS_BATSIM = 5.0
+TARGET_RSS_SHARE_VS_BATSIM = 0.4
 
 
 def arrival_rate(nb_hosts: int) -> float:
@@ -141,25 +147,32 @@ def zmq_baseline(endpoint: str, count: int) -> float:
     return count / elapsed
 
 
-def run(protocol: str, platform: str, workload: str, folder: str, redis_url: str) -> dict[str, object]:
-    """One end-to-end run of the workload over ``protocol``."""
+def _wait(proc: "subprocess.Popen[bytes]") -> tuple[int, float]:
+    """Exit code and peak RSS (MB) of this one child process."""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_maxrss / 1024
+
+
+def run(protocol: str, platform: str, workload: str, folder: str, redis_url: str,
+        batsim: str = "") -> dict[str, object]:
+    """One end-to-end run of the workload over ``protocol`` (JSON on the real ``batsim``
+    program when one is given)."""
     # legacy: Batsim serves a Unix socket and the decision process connects to it
     legacy = protocol == "legacy"
     where = f"{folder}/{protocol}.sock" if legacy else f"ipc://{folder}/{protocol}.sock"
-    prefix = os.path.join(folder, protocol)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    prefix = os.path.join(folder, "batsim" if batsim else protocol)
     start = time.perf_counter()
     channel = None if legacy else open_endpoint(protocol, where, None, 30.0)
-    sim = subprocess.Popen([sys.executable, "-m", "hpcjobs.sim", "-p", platform, "-w", workload,
-                            "-s", where, "-e", prefix, "-q", "--protocol", protocol,
-                            *(["--redis-url", redis_url] if legacy else [])])
+    program = [batsim] if batsim else [sys.executable, "-m", "hpcjobs.sim", "--protocol", protocol,
+                                       *(["--redis-url", redis_url] if legacy else [])]
+    sim = subprocess.Popen([*program, "-p", platform, "-w", workload, "-s", where, "-e", prefix, "-q"],
+                           stderr=subprocess.DEVNULL if batsim else None)
     if channel is None:
         channel = open_endpoint(protocol, where, redis_url, 30.0)
     messages = fcfs(channel, protocol == "batprotocol")
-    code = sim.wait(timeout=3600)
+    code, peak_mb = _wait(sim)
     elapsed = time.perf_counter() - start
-    # ru_maxrss of children is the largest so far: a later run only shows when larger
-    peak_mb = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before) / 1024
     channel.close()
     with open(f"{prefix}_jobs.csv", encoding="utf-8") as out:
         finished = sum(1 for _ in out) - 1
@@ -177,6 +190,9 @@ def main() -> None:
                              "event gets a message of its own (about 2 per job)")
     parser.add_argument("--protocol", nargs="+", choices=NAMES, default=list(NAMES),
                         help="protocols to run, one JSON line each (default: all)")
+    parser.add_argument("--batsim", default=shutil.which("batsim") or "",
+                        help="a real Batsim 4.2.1 program to compare with (default: batsim on PATH; "
+                             "'' skips it)")
     parser.add_argument("--redis-url", default=os.environ.get("HPCJOBS_TEST_REDIS"),
                         help="the Redis of the legacy protocol (default: $HPCJOBS_TEST_REDIS, "
                              "which scripts/redis.sh up prints)")
@@ -187,6 +203,7 @@ def main() -> None:
         platform, workload = write_inputs(folder, args.jobs, args.hosts, args.seed, args.time_resolution)
         runs = {protocol: run(protocol, platform, workload, folder, args.redis_url)
                 for protocol in args.protocol}
+        real = run("json", platform, workload, folder, "", args.batsim) if args.batsim else None
         messages = max(int(r["messages"]) for r in runs.values())  # type: ignore[call-overload]
         baseline = zmq_baseline(f"ipc://{folder}/baseline.sock", min(messages, 50_000))
     json_rate = args.jobs / float(runs["json"]["wall_s"]) if "json" in runs else None  # type: ignore[arg-type]
@@ -205,8 +222,19 @@ def main() -> None:
             "baseline_zmq_json_roundtrips_per_s": round(baseline, 1),
             "roundtrip_floor_jobs_per_s": round(baseline * args.jobs / messages, 1),
             "target": {"jobs_per_s": TARGET_JOBS_PER_S, "peak_mb": TARGET_PEAK_MB},
-            "batsim_4.2.1_reference": BATSIM_REFERENCE,
             "meets_target": jobs_per_s >= TARGET_JOBS_PER_S and peak_mb <= TARGET_PEAK_MB,
+        }))
+    if real is not None and json_rate is not None:
+        batsim_rate = args.jobs / float(real["wall_s"])  # type: ignore[arg-type]
+        speedup = json_rate / batsim_rate
+        rss_share = float(runs["json"]["peak_rss_mb"]) / float(real["peak_rss_mb"])  # type: ignore[arg-type]
+        print(json.dumps({
+            "bench": "sim_throughput", "protocol": "batsim-4.2.1", "program": args.batsim, "jobs": args.jobs,
+            "hosts": args.hosts, "time_resolution_s": args.time_resolution, **real,
+            "jobs_per_s": round(batsim_rate, 1),
+            "hpcjobs_sim_speedup": round(speedup, 2), "hpcjobs_sim_rss_share": round(rss_share, 3),
+            "target": {"speedup": TARGET_SPEEDUP_VS_BATSIM, "rss_share": TARGET_RSS_SHARE_VS_BATSIM},
+            "meets_target": speedup >= TARGET_SPEEDUP_VS_BATSIM and rss_share <= TARGET_RSS_SHARE_VS_BATSIM,
         }))
 
 
