@@ -341,6 +341,9 @@ class BatchSchedulerExecutor(JobExecutor):
                 self._reject(item, _submit_error(self.name, e))
             return
         try:
+            if any(self._captures_environment(item.job.spec) for item in items):
+                # one capture for the round; each task links it into its job directory
+                array.dir.write_environment(os.environ, self.scheduler_variables)
             array.dir.write_script(render(self.template, {
                 **items[0].directives, "dispatch": array.dispatch_context(self.array_variables)}))
             array_id = self._run_submit(array.dir,
@@ -473,7 +476,6 @@ class BatchSchedulerExecutor(JobExecutor):
         return job_dir
 
     def _captures_environment(self, spec: Optional[JobSpec]) -> bool:
-        # (a backend that captures has no arrays: a lone submit writes the file)
         return spec is not None and spec.inherit_environment and not self.exports_environment
 
     def _body(self, spec: JobSpec, job_dir: JobDir, note: Optional[Path]) -> dict[str, Any]:

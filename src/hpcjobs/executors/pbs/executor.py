@@ -26,6 +26,7 @@ from ...spec import JobSpec
 from ...final_status import Cause, shell_exit_code
 from ...state import JobState
 from ..batch import BatchConfig, BatchSchedulerExecutor, JobDir, NativeStatus
+from ..batch.arrays import ArrayDir
 from ..batch.script import directive_value, safe_job_name, walltime
 
 __all__ = ["PBSConfig", "PBSJobExecutor", "PBS_STATES", "pbs_exec_bin"]
@@ -61,6 +62,8 @@ _PBS_KILLS: dict[int, tuple[Optional[Cause], str]] = {
 _NEVER = "Can Never Run"
 _FEW = 20  # ids up to which qstat is asked about each (docs/pbs.md, Status)
 _NATIVE_ID = re.compile(r"[0-9]+(\[[0-9]*\])?(\.[A-Za-z0-9_.-]+)?\Z")
+# a subjob of an array: 123[4].server, of the array 123[].server
+_SUBJOB = re.compile(r"([0-9]+)\[([0-9]+)\](\.[A-Za-z0-9_.-]+)?\Z")
 _ATTRIBUTE = re.compile(r"[a-z][a-z0-9_]*\Z")
 # -W attributes that would break how hpcjobs submits and follows the job
 _RESERVED = {"block", "sandbox", "stagein", "stageout"}
@@ -102,6 +105,7 @@ class PBSJobExecutor(BatchSchedulerExecutor):
         super().__init__(*args, **kwargs)
         self._bin = self.config.bin_directory or pbs_exec_bin()
         self._user = getpass.getuser()
+        self._array_limit_read: Optional[int] = None
 
     def _command(self, name: str, *args: str) -> list[str]:
         return [str(self._bin / name) if self._bin else name, *args]
@@ -154,13 +158,45 @@ class PBSJobExecutor(BatchSchedulerExecutor):
         try:
             for native_id, job in self._qstat((), history=False).items():
                 if str(job_dir.script) in str(job.get("Submit_arguments", "")):
-                    return native_id
+                    parts = self._array_parts(native_id)  # (an array: its own id)
+                    return parts[0] if parts else native_id
         except CommandError as e:
             log.warning("cannot look for a job submitted despite the error: %s", e)
         return None
 
     def _is_transient(self, error: CommandError) -> bool:
         return any(text in error.stderr for text in _TRANSIENT)
+
+    # -- job arrays (batch/arrays.py) ---------------------------------------------------
+    # "Job Arrays" in the OpenPBS User's Guide: qsub -J 0-N; subjob i of 123[].server
+    # is 123[i].server; ^array_index^ in -o is the subjob's index; qstat -t lists subjobs
+    array_variables = ("PBS_ARRAY_ID", "PBS_ARRAY_INDEX")
+    # (-o on qsub's command line overrides the first job's #PBS -o)
+    per_job_directives = ("job_name", "output")
+
+    def _array_submit_command(self, array: ArrayDir, count: int) -> list[str]:
+        return self._command("qsub", "-J", f"0-{count - 1}",
+                             "-o", f"{array.dir.path}/^array_index^.out", str(array.dir.script))
+
+    def _array_task_id(self, array_id: str, index: int) -> str:
+        return array_id.replace("[]", f"[{index}]", 1)
+
+    def _array_parts(self, native_id: str) -> Optional[tuple[str, int]]:
+        m = _SUBJOB.match(native_id)
+        return (f"{m.group(1)}[]{m.group(3) or ''}", int(m.group(2))) if m else None
+
+    def _max_array_size(self) -> int:
+        """The server's max_array_size (PBS's default, 10000, if it cannot be read)."""
+        if self._array_limit_read is None:
+            self._array_limit_read = 10000
+            try:
+                out = external.run(self._command("qstat", "-B", "-f", "-F", "json"),
+                                   timeout=self.config.command_timeout).stdout
+                for server in json.loads(out, strict=False).get("Server", {}).values():
+                    self._array_limit_read = int(server.get("max_array_size", 10000))
+            except (CommandError, ValueError) as e:
+                log.warning("cannot read PBS's max_array_size (assuming 10000): %s", e)
+        return self._array_limit_read
 
     def _cancel_command(self, native_id: str) -> list[str]:
         return self._command("qdel", native_id)
@@ -171,11 +207,11 @@ class PBSJobExecutor(BatchSchedulerExecutor):
 
     # -- status -------------------------------------------------------------------------
     def _qstat(self, native_ids: Sequence[str], history: bool = True) -> dict[str, Any]:
-        """``qstat -f -F json [-x] <ids>``: the records of the ids PBS knows (no ids and no
-        history: every live job)."""
+        """``qstat -f -F json -t [-x] <ids>``: the records of the ids PBS knows (no ids and
+        no history: every live job), an array's subjobs included (-t)."""
         if not native_ids and history:
             return {}
-        argv = self._command("qstat", "-f", "-F", "json", *(["-x"] if history else []),
+        argv = self._command("qstat", "-f", "-F", "json", "-t", *(["-x"] if history else []),
                              *native_ids)
         result = external.run(argv, timeout=self.config.command_timeout, check=False)
         # unknown ids are errors on stderr while the known ones are printed: any other
@@ -201,7 +237,10 @@ class PBSJobExecutor(BatchSchedulerExecutor):
             jobs = self._qstat((), history=False)
             short = {k.split(".", 1)[0] for k in jobs}
             gone = [i for i in native_ids if i not in jobs and i not in short]
-            jobs.update(self._qstat(gone))
+            # subjobs of one array: one request for the array (-t lists them all)
+            arrays = (self._array_parts(i) for i in gone)
+            asked = dict.fromkeys(a[0] if a else i for i, a in zip(gone, arrays))
+            jobs.update(self._qstat(list(asked)))
         found = {}
         for native_id in native_ids:
             # an id attached without its server part: PBS answers with the full one
