@@ -3,7 +3,8 @@
 
 Prints one JSON line per protocol (``--protocol json batprotocol``; default all): simulated
 jobs per wall-clock second, the ratio to JSON's in the same run (target for the binary
-protocol: >= 1), the simulator's peak RSS,
+protocol: >= 1), the CPU seconds of the simulator and of the decision process (steadier
+than wall time on a busy machine), the simulator's peak RSS,
 and, as the baseline measured in the same run, the bare JSON/ZeroMQ round-trip rate
 between two processes of this machine (the floor no simulator over this protocol can
 beat). When a real ``batsim`` is at hand (PATH, or ``--batsim PROGRAM``; ``--batsim ''``
@@ -162,6 +163,7 @@ def run(protocol: str, platform: str, workload: str, folder: str, redis_url: str
     legacy = protocol == "legacy"
     where = f"{folder}/{protocol}.sock" if legacy else f"ipc://{folder}/{protocol}.sock"
     prefix = os.path.join(folder, "batsim" if batsim else protocol)
+    cpu_sim, cpu_dp = _cpu(resource.RUSAGE_CHILDREN), _cpu(resource.RUSAGE_SELF)
     start = time.perf_counter()
     channel = None if legacy else open_endpoint(protocol, where, None, 30.0)
     program = [batsim] if batsim else [sys.executable, "-m", "hpcjobs.sim", "--protocol", protocol,
@@ -173,11 +175,20 @@ def run(protocol: str, platform: str, workload: str, folder: str, redis_url: str
     messages = fcfs(channel, protocol == "batprotocol")
     code, peak_mb = _wait(sim)
     elapsed = time.perf_counter() - start
+    # the simulator was reaped by _wait: its CPU time is in RUSAGE_CHILDREN now
+    cpu_sim, cpu_dp = _cpu(resource.RUSAGE_CHILDREN) - cpu_sim, _cpu(resource.RUSAGE_SELF) - cpu_dp
     channel.close()
     with open(f"{prefix}_jobs.csv", encoding="utf-8") as out:
         finished = sum(1 for _ in out) - 1
     return {"exit_code": code, "jobs_finished": finished, "messages": messages, "wall_s": round(elapsed, 3),
-            "peak_rss_mb": round(peak_mb, 1)}
+            "peak_rss_mb": round(peak_mb, 1), "cpu_s": {"simulator": round(cpu_sim, 2),
+                                                        "decision_process": round(cpu_dp, 2)}}
+
+
+def _cpu(who: int) -> float:
+    """CPU seconds used so far (user + system): less blurred by a busy machine than wall time."""
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -217,7 +228,7 @@ def main() -> None:
             "arrival_rate_per_s": round(arrival_rate(args.hosts), 3),
             "time_resolution_s": args.time_resolution, "messages": messages,
             "messages_per_job": round(messages / args.jobs, 3), "wall_s": result["wall_s"],
-            "jobs_per_s": round(jobs_per_s, 1), "peak_rss_mb": peak_mb,
+            "jobs_per_s": round(jobs_per_s, 1), "peak_rss_mb": peak_mb, "cpu_s": result["cpu_s"],
             "ratio_to_json": None if json_rate is None else round(jobs_per_s / json_rate, 3),
             "baseline_zmq_json_roundtrips_per_s": round(baseline, 1),
             "roundtrip_floor_jobs_per_s": round(baseline * args.jobs / messages, 1),
