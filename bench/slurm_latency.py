@@ -21,39 +21,12 @@ import shutil
 import statistics
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from hpcjobs import Job, JobExecutor, JobSpec, JobStatus
+from batch_latency import counter, end_latencies, percentile, status_commands_per_minute
 
 STATUS_COMMANDS = ("squeue", "sacct")
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def end_latencies(n: int, work: Path) -> list[float]:
-    """Seconds from each job's exit-code file mtime to its final callback."""
-    done: dict[str, float] = {}
-    all_done = threading.Event()
-
-    def on_status(job: Job, status: JobStatus) -> None:
-        if status.final:
-            done[job.id] = time.time()
-            if len(done) == n:
-                all_done.set()
-
-    with JobExecutor.get_instance("slurm", config={"work_directory": work}) as ex:
-        ex.set_job_status_callback(on_status)
-        jobs = [Job(JobSpec("/bin/sleep", ["2"])) for _ in range(n)]
-        for job in jobs:
-            ex.submit(job)
-        if not all_done.wait(600):
-            raise SystemExit(f"only {len(done)} of {n} jobs ended within 600 s")
-    return [done[j.id] - (work / j.id / "exitcode").stat().st_mtime for j in jobs]
 
 
 def slurm_latencies(n: int, scratch: Path) -> list[float]:
@@ -80,28 +53,6 @@ def slurm_latencies(n: int, scratch: Path) -> list[float]:
     return [seen[i] - ids[i].stat().st_mtime for i in seen]
 
 
-def status_commands_per_minute(m: int, work: Path, counter: Path, warmup: float,
-                               window: float) -> float:
-    def count() -> int:
-        return len(counter.read_text().splitlines()) if counter.exists() else 0
-
-    with JobExecutor.get_instance("slurm", config={"work_directory": work}) as ex:
-        jobs = [Job(JobSpec("/bin/sleep", ["3600"])) for _ in range(m)]
-        try:
-            for job in jobs:
-                ex.submit(job)
-            time.sleep(warmup)
-            before = count()
-            time.sleep(window)
-            calls = count() - before
-        finally:
-            ids = [str(j.native_id) for j in jobs if j.native_id]
-            subprocess.run(["scancel", *ids], check=False)
-            for job in jobs:  # their scripts still write their files: let them finish
-                job.wait(timeout=120)
-    return calls * 60.0 / window
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=50)
@@ -111,19 +62,20 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hpcjobs-bench-", ignore_cleanup_errors=True) as tmp:
         root = Path(tmp)
-        counter = root / "status-commands"
+        calls = root / "status-commands"
         wrappers = root / "bin"
         wrappers.mkdir()
         for name in STATUS_COMMANDS:  # count every status command hpcjobs runs
             real = shutil.which(name)
             assert real, f"{name} is not installed"
-            (wrappers / name).write_text(f'#!/bin/sh\necho {name} >> "{counter}"\nexec {real} "$@"\n')
+            (wrappers / name).write_text(f'#!/bin/sh\necho {name} >> "{calls}"\nexec {real} "$@"\n')
             (wrappers / name).chmod(0o755)
-        latencies = end_latencies(args.jobs, root / "work1")
+        latencies = end_latencies("slurm", args.jobs, root / "work1")
         baseline = slurm_latencies(min(args.jobs, 20), root)
         os.environ["PATH"] = f"{wrappers}{os.pathsep}{os.environ['PATH']}"
-        per_minute = status_commands_per_minute(args.in_flight, root / "work2", counter,
-                                                args.warmup, args.window)
+        per_minute = status_commands_per_minute(
+            "slurm", {"work_directory": root / "work2"}, args.in_flight, counter(calls),
+            ["scancel"], args.warmup, args.window)
     print(json.dumps({
         "benchmark": "slurm_latency", "jobs": args.jobs,
         "end_to_callback_median_s": round(statistics.median(latencies), 3),

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,27 @@ def test_qsub_refusals_carry_pbs_message(executor: JobExecutor, tmp_path: Path,
         with pytest.raises(SubmitException, match="cannot connect") as down:
             ex.submit(Job(JobSpec("/bin/true")))
         assert down.value.transient
+
+
+def test_the_server_restarted_mid_run(executor: JobExecutor) -> None:
+    # restarting a server is the installation's business: scripts/test.sh says how
+    restart = os.environ.get("HPCJOBS_PBS_RESTART")
+    if not restart:
+        pytest.skip("HPCJOBS_PBS_RESTART (a command that starts the PBS server) is not set")
+    job = Job(JobSpec("/bin/sh", ["-c", "sleep 15; exit 3"]))
+    executor.submit(job)
+    assert job.wait(timeout=WAIT, target_states=JobState.ACTIVE) is not None
+    run("qterm", "-t", "quick")  # the server stops; the MoM keeps the job running
+    try:
+        down = Job(JobSpec("/bin/true"))
+        with pytest.raises(SubmitException) as refused:
+            executor.submit(down)
+        assert refused.value.transient
+        time.sleep(5)  # status queries fail meanwhile: nothing may change
+        assert job.status.state is JobState.ACTIVE
+    finally:
+        subprocess.run(restart, shell=True, check=True, capture_output=True, timeout=120)
+    assert final(job)[:2] == (JobState.FAILED, 3)
+    after = Job(JobSpec("/bin/true"))
+    executor.submit(after)
+    assert final(after)[:2] == (JobState.COMPLETED, 0)

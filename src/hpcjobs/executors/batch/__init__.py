@@ -1,10 +1,10 @@
-"""The machinery every batch-scheduler backend shares (Slurm now, PBS next).
+"""The machinery every batch-scheduler backend shares (Slurm, PBS).
 
 A backend subclasses :class:`BatchSchedulerExecutor`, names its template and fills in
 a few hooks (command lines and the parsing of their output) plus a state table; the
 job directory, the rendering of the job script, the watching of the files the script
 writes about itself and the bulk, adaptive reconciliation with the scheduler live here.
-docs/slurm.md describes the design.
+docs/batch.md describes the design.
 """
 
 from .executor import BatchConfig, BatchSchedulerExecutor

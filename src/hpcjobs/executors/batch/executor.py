@@ -1,6 +1,6 @@
 """``BatchSchedulerExecutor``: submit, follow and cancel jobs of a batch scheduler.
 
-How status works (docs/slurm.md has the full story):
+How status works (docs/batch.md and docs/slurm.md have the full story):
 
 * The job script records its own life in its job directory (jobdir.py) and leaves a
   note in its executor's notes directory (changes.py). One monitor thread per executor
@@ -13,9 +13,10 @@ How status works (docs/slurm.md has the full story):
   cancelled while pending, killed before the script could write, node failure, why a
   SIGTERM came). Each job has its own next query time: ``min_query_interval`` after its
   submit, at once after an attach, soon after a cancel, then with a doubling interval
-  up to ``max_query_interval``. The jobs due within half the minimum interval of each
-  other are asked in ONE command (in chunks of ``query_chunk_size``), so a burst of
-  submits costs a query every second or so, never one per submit; a submit never
+  up to ``max_query_interval``. The jobs due within half the minimum interval (or a
+  quarter of their own interval) of each other are asked in ONE command (in chunks of
+  ``query_chunk_size``), so a burst of submits costs a query every second or so, never
+  one per submit; a submit never
   wakes the monitor (it looks at its new jobs on its next tick anyway).
 * A job whose exit record says it was killed by a signal (or its script caught
   SIGTERM) is not final until the scheduler's status says why (out of memory, walltime,
@@ -564,15 +565,21 @@ class BatchSchedulerExecutor(JobExecutor):
 
     def _take_due(self) -> List[_Tracked]:
         """The jobs to ask about now: if one is due, every job due within half the
-        minimum interval joins it (one command instead of one per tick)."""
+        minimum interval, or within a quarter of its own interval, joins it (one command
+        instead of one per tick; and jobs submitted over a while, whose doubling
+        intervals would keep them apart, fall into step: a job is asked at most a
+        quarter of its interval early)."""
         now = time.monotonic()
         due: List[_Tracked] = []
         with self._lock:
             if self._next_due() > now:
                 return due
-            horizon = now + self.config.min_query_interval / 2
-            while self._next_due() <= horizon:
-                _, _, t = heapq.heappop(self._queries)
+            least = self.config.min_query_interval / 2
+            while (when := self._next_due()) != float("inf"):
+                t = self._queries[0][2]
+                if when > now + max(least, t.interval / 4):
+                    break
+                heapq.heappop(self._queries)
                 t.due = float("inf")
                 due.append(t)
         return due
@@ -756,12 +763,12 @@ class BatchSchedulerExecutor(JobExecutor):
         if t.job_dir is not None and t.record is None:
             if self._check_files(t):
                 return True
-            # (the started file, not squeue: on a file system the node does not share,
-            # no record will ever come)
+            # (the started file, not the scheduler: on a file system the node does not
+            # share, no record will ever come)
             if t.record is None and (ns.state is not JobState.COMPLETED or t.cancelled) \
                     and t.job_dir.started() is not None:
-                # Slurm marks a cancelled job CANCELLED at once, while its script is
-                # still handling the SIGTERM: give the record time to appear
+                # a scheduler may mark a cancelled job ended at once (Slurm: CANCELLED)
+                # while its script still handles the SIGTERM: give the record time
                 now = time.monotonic()
                 if t.ended is None:
                     t.ended = (now, ns)

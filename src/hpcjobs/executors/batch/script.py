@@ -5,10 +5,11 @@ quotes of their own, and nothing is HTML-escaped. A value may be marked
 :class:`Expandable`: then the spec's ``${NAME}`` references in it (and nothing else) are
 left for the job's shell to expand, each inside double quotes, the rest single-quoted.
 
-The quoting is also what sbatch's own ``#SBATCH`` line parser understands (single and
-double quotes group, an unquoted ``#`` starts a comment), except for backslashes and
-newlines, which that parser treats differently: values bound for scheduler directives
-are checked with :func:`directive_value` before rendering.
+The quoting is also what the schedulers' directive parsers understand (sbatch's
+``#SBATCH`` and qsub's ``#PBS`` lines: single and double quotes group, an unquoted ``#``
+starts a comment; both tested against the real commands), except for backslashes and
+newlines, which they treat differently: values bound for scheduler directives are
+checked with :func:`directive_value` before rendering.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ _Q, _A = JobState.QUEUED, JobState.ACTIVE
 #: job_state letters of jobs that have not ended (qstat(1B) "Job States"). Letters not
 #: listed (M: moved to another server) are logged and ignored.
 PBS_STATES: dict[str, JobState] = {
-    "Q": _Q,   # queued (also "Can Never Run", see _live)
+    "Q": _Q,   # queued (also "Can Never Run", see _native)
     "H": _Q,   # held (user hold, dependency)
     "W": _Q,   # waiting for its qsub -a start time
     "T": _Q,   # in transit between servers
@@ -116,7 +116,7 @@ class PBSJobExecutor(BatchSchedulerExecutor):
             # qsub -o takes [host:]path: the first ':' would end a host name
             raise InvalidJobException(f"the executor's work_directory {str(self.work_directory)!r} "
                                       "contains a ':', which PBS cannot use in an output path")
-        self._directives(spec, JobDir(self.work_directory))  # every check that needs no PBS
+        # (the spec's other checks are _directives', run before anything is written)
 
     def _directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
         attrs = spec.attributes

@@ -1,0 +1,66 @@
+"""What the batch latency benchmarks (slurm_latency.py, pbs_latency.py) share: the end
+latency of N short jobs through an executor, and the status commands it runs per minute
+with M long jobs in flight. Each benchmark adds its scheduler's own baseline."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from hpcjobs import Job, JobExecutor, JobSpec, JobStatus
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def end_latencies(name: str, n: int, work: Path) -> list[float]:
+    """Seconds from each job's exit-code file mtime to its final callback."""
+    done: dict[str, float] = {}
+    all_done = threading.Event()
+
+    def on_status(job: Job, status: JobStatus) -> None:
+        if status.final:
+            done[job.id] = time.time()
+            if len(done) == n:
+                all_done.set()
+
+    with JobExecutor.get_instance(name, config={"work_directory": work}) as ex:
+        ex.set_job_status_callback(on_status)
+        jobs = [Job(JobSpec("/bin/sleep", ["2"])) for _ in range(n)]
+        for job in jobs:
+            ex.submit(job)
+        if not all_done.wait(600):
+            raise SystemExit(f"only {len(done)} of {n} jobs ended within 600 s")
+    return [done[j.id] - (work / j.id / "exitcode").stat().st_mtime for j in jobs]
+
+
+def status_commands_per_minute(name: str, config: Mapping[str, Any], m: int,
+                               count: Callable[[], int], cancel: list[str],
+                               warmup: float, window: float) -> float:
+    """Status commands per minute (``count()`` tells how many so far) while ``m`` long
+    jobs are in flight, after ``warmup`` seconds; ``cancel`` + ids ends the jobs."""
+    with JobExecutor.get_instance(name, config=config) as ex:
+        jobs = [Job(JobSpec("/bin/sleep", ["3600"])) for _ in range(m)]
+        try:
+            for job in jobs:
+                ex.submit(job)
+            time.sleep(warmup)
+            before = count()
+            time.sleep(window)
+            calls = count() - before
+        finally:
+            ids = [str(j.native_id) for j in jobs if j.native_id]
+            subprocess.run([*cancel, *ids], check=False, capture_output=True)
+            for job in jobs:  # their scripts still write their files: let them finish
+                job.wait(timeout=120)
+    return calls * 60.0 / window
+
+
+def counter(path: Path) -> Callable[[], int]:
+    """How many lines a counting wrapper has appended to ``path`` so far."""
+    return lambda: len(path.read_text().splitlines()) if path.exists() else 0
