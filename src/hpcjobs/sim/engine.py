@@ -224,7 +224,7 @@ class Engine:
                 raise ProtocolViolation(f"event #{index} ({kind}) has timestamp {stamp}, earlier than "
                                         f"{which} ({previous}): events must be in time order")
             previous = stamp
-            self._advance(stamp)
+            self._advance(stamp, decision=not self._latency)
             self.now = stamp
             handler = self._handlers.get(kind)
             if handler is None:
@@ -254,9 +254,12 @@ class Engine:
         heapq.heappush(self._heap, (when, rank, self.now if registered < 0 else registered, self._seq,
                                     kind, sub, payload))
 
-    def _advance(self, limit: float) -> None:
+    def _advance(self, limit: float, decision: bool = False) -> None:
+        """Handle the internal events due by ``limit``; before a ``decision`` stamped
+        ``limit``, not the parallel tasks ending exactly then: they reach Batsim's
+        server after the decisions of that instant (a job killed then ends killed)."""
         heap = self._heap
-        while heap and heap[0][0] <= limit:
+        while heap and (heap[0][0] < limit or heap[0][0] == limit and not (decision and heap[0][1] == 2)):
             self._pop_group()
 
     def _pop_group(self) -> None:
@@ -508,9 +511,10 @@ class Engine:
                 assert job.execution is not None
                 profile = self._lookup(job.spec.workload)(job.spec.profile)
                 progress[jid] = job.execution.progress(profile, self.now - job.start)
+                code = job.execution.killed_return_code(progress[jid])
                 self._finish(job, KILLED)
                 # Batsim 4.2.1 reports the killed job's end before the JOB_KILLED
-                self._emit("JOB_COMPLETED", {"job_id": jid, "job_state": KILLED, "return_code": -2,
+                self._emit("JOB_COMPLETED", {"job_id": jid, "job_state": KILLED, "return_code": code,
                                              "alloc": job.alloc_text})
             elif job.state == SUBMITTED:
                 # never started: it ends killed, without progress (docs/sim.md)

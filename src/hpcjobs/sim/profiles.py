@@ -19,6 +19,9 @@ from .workload import Profile
 
 ProfileLookup = Callable[[str], Profile]
 
+#: how long a parallel task without computation or communication lasts in SimGrid
+EMPTY_TASK_SECONDS = 1e-5
+
 
 class Execution:
     """One job's run: its executors' hosts and a per-job cache of leaf durations."""
@@ -100,6 +103,13 @@ class Execution:
             profile = self._leaves(profile)[-1][1]
         return profile
 
+    def killed_return_code(self, progress: dict[str, Any]) -> int:
+        """The return code Batsim gives a job killed with this ``progress``: -1 in a
+        delay step (its sleep is cut short), -2 in a parallel task (differential test)."""
+        while "current_task" in progress:
+            progress = progress["current_task"]
+        return -1 if self.lookup(progress["profile_name"]).kind == "delay" else -2
+
     def progress(self, profile: Profile, elapsed: float) -> dict[str, Any]:
         """Batsim's ``job_progress`` object after ``elapsed`` seconds (killed job)."""
         if profile.kind != "composed":
@@ -168,4 +178,8 @@ class Execution:
                     link_load[link] = max(previous, amount) if link.fatpipe else previous + amount
         for link, load in link_load.items():
             bottleneck = max(bottleneck, load / link.bandwidth)
+        if latency == 0 and bottleneck == 0:
+            # SimGrid ends a parallel task with nothing to do after 10 us (Batsim's
+            # _jobs.csv shows execution_time 0.000010; differential test)
+            return EMPTY_TASK_SECONDS
         return latency + bottleneck
