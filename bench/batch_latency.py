@@ -4,6 +4,9 @@ with M long jobs in flight. Each benchmark adds its scheduler's own baseline."""
 
 from __future__ import annotations
 
+import argparse
+import json
+import statistics
 import subprocess
 import threading
 import time
@@ -64,3 +67,28 @@ def status_commands_per_minute(name: str, config: Mapping[str, Any], m: int,
 def counter(path: Path) -> Callable[[], int]:
     """How many lines a counting wrapper has appended to ``path`` so far."""
     return lambda: len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def arguments(description: str, jobs: int) -> argparse.Namespace:
+    """The benchmarks' options: --jobs (default ``jobs``), --in-flight, --warmup, --window."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--jobs", type=int, default=jobs)
+    parser.add_argument("--in-flight", type=int, default=100)
+    parser.add_argument("--warmup", type=float, default=60.0)
+    parser.add_argument("--window", type=float, default=120.0)
+    return parser.parse_args()
+
+
+def report(scheduler: str, args: argparse.Namespace, latencies: list[float],
+           baseline: list[float], per_minute: float) -> None:
+    """Print the benchmark's one JSON line."""
+    print(json.dumps({
+        "benchmark": f"{scheduler}_latency", "jobs": args.jobs,
+        "end_to_callback_median_s": round(statistics.median(latencies), 3),
+        "end_to_callback_p95_s": round(percentile(latencies, 0.95), 3),
+        f"baseline_{scheduler}_reports_final_median_s": round(statistics.median(baseline), 3),
+        f"baseline_{scheduler}_reports_final_p95_s": round(percentile(baseline, 0.95), 3),
+        "in_flight": args.in_flight,
+        "status_commands_per_minute": round(per_minute, 2),
+        "target_median_s": 1.0, "target_status_commands_per_minute": 2.0,
+    }))

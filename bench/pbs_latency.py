@@ -16,15 +16,12 @@ median latency <= 1 s, <= 2 status commands per minute).
 
 from __future__ import annotations
 
-import argparse
-import json
-import statistics
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from batch_latency import counter, end_latencies, percentile, status_commands_per_minute
+from batch_latency import arguments, counter, end_latencies, report, status_commands_per_minute
 from hpcjobs.executors.pbs import pbs_exec_bin
 
 COMMANDS = ("qsub", "qstat", "qdel", "qselect")
@@ -59,12 +56,7 @@ def pbs_latencies(n: int, scratch: Path) -> list[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=30)
-    parser.add_argument("--in-flight", type=int, default=100)
-    parser.add_argument("--warmup", type=float, default=60.0)
-    parser.add_argument("--window", type=float, default=120.0)
-    args = parser.parse_args()
+    args = arguments(__doc__.splitlines()[0], jobs=30)
     with tempfile.TemporaryDirectory(prefix="hpcjobs-bench-", ignore_cleanup_errors=True) as tmp:
         root = Path(tmp)
         calls = root / "status-commands"
@@ -79,16 +71,7 @@ def main() -> None:
         per_minute = status_commands_per_minute(
             "pbs", {"work_directory": root / "work2", "bin_directory": wrappers},
             args.in_flight, counter(calls), [command("qdel")], args.warmup, args.window)
-    print(json.dumps({
-        "benchmark": "pbs_latency", "jobs": args.jobs,
-        "end_to_callback_median_s": round(statistics.median(latencies), 3),
-        "end_to_callback_p95_s": round(percentile(latencies, 0.95), 3),
-        "baseline_pbs_reports_final_median_s": round(statistics.median(baseline), 3),
-        "baseline_pbs_reports_final_p95_s": round(percentile(baseline, 0.95), 3),
-        "in_flight": args.in_flight,
-        "status_commands_per_minute": round(per_minute, 2),
-        "target_median_s": 1.0, "target_status_commands_per_minute": 2.0,
-    }))
+    report("pbs", args, latencies, baseline, per_minute)
 
 
 if __name__ == "__main__":

@@ -14,17 +14,14 @@ Prints one JSON line (targets: median latency <= 1 s, <= 2 status commands per m
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import shutil
-import statistics
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from batch_latency import counter, end_latencies, percentile, status_commands_per_minute
+from batch_latency import arguments, counter, end_latencies, report, status_commands_per_minute
 
 STATUS_COMMANDS = ("squeue", "sacct")
 
@@ -54,12 +51,7 @@ def slurm_latencies(n: int, scratch: Path) -> list[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=50)
-    parser.add_argument("--in-flight", type=int, default=100)
-    parser.add_argument("--warmup", type=float, default=60.0)
-    parser.add_argument("--window", type=float, default=120.0)
-    args = parser.parse_args()
+    args = arguments(__doc__.splitlines()[0], jobs=50)
     with tempfile.TemporaryDirectory(prefix="hpcjobs-bench-", ignore_cleanup_errors=True) as tmp:
         root = Path(tmp)
         calls = root / "status-commands"
@@ -76,16 +68,7 @@ def main() -> None:
         per_minute = status_commands_per_minute(
             "slurm", {"work_directory": root / "work2"}, args.in_flight, counter(calls),
             ["scancel"], args.warmup, args.window)
-    print(json.dumps({
-        "benchmark": "slurm_latency", "jobs": args.jobs,
-        "end_to_callback_median_s": round(statistics.median(latencies), 3),
-        "end_to_callback_p95_s": round(percentile(latencies, 0.95), 3),
-        "baseline_slurm_reports_final_median_s": round(statistics.median(baseline), 3),
-        "baseline_slurm_reports_final_p95_s": round(percentile(baseline, 0.95), 3),
-        "in_flight": args.in_flight,
-        "status_commands_per_minute": round(per_minute, 2),
-        "target_median_s": 1.0, "target_status_commands_per_minute": 2.0,
-    }))
+    report("slurm", args, latencies, baseline, per_minute)
 
 
 if __name__ == "__main__":
