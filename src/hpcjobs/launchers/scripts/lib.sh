@@ -194,6 +194,14 @@ _hj_start() {  # <stdin|null> <command...>: start one process of the job in the 
 }
 
 _hj_wait_all() {  # wait for every process; _hj_status := the lowest rank's non-zero status
+    if [ -n "$_hj_caught" ]; then
+        # A signal that came while processes were being started may have run its handler
+        # between a fork and the `_hj_pids` update: stop every process now, or the wait
+        # below would block on one nobody stopped (a wide window on a loaded node).
+        for _hj_pid in $_hj_pids; do
+            kill -s TERM "$_hj_pid" 2>/dev/null
+        done
+    fi
     for _hj_pid in $_hj_pids; do
         while :; do
             _hj_interrupted=
