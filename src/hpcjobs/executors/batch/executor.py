@@ -12,12 +12,12 @@ How status works (docs/batch.md and docs/slurm.md have the full story):
 * The scheduler's status command reconciles what the files cannot tell (held,
   cancelled while pending, killed before the script could write, node failure, why a
   SIGTERM came). Each job has its own next query time: ``min_query_interval`` after its
-  submit, at once after an attach, soon after a cancel, then with a doubling interval
-  up to ``max_query_interval``. The jobs due within half the minimum interval (or a
-  quarter of their own interval) of each other are asked in ONE command (in chunks of
-  ``query_chunk_size``), so a burst of submits costs a query every second or so, never
-  one per submit; a submit never
-  wakes the monitor (it looks at its new jobs on its next tick anyway).
+  submit and after its start, at once after an attach, soon after a cancel, then with a
+  doubling interval up to ``max_query_interval``. The jobs due within half the minimum
+  interval (or a quarter of their own interval) of each other are asked in ONE command
+  (in chunks of ``query_chunk_size``), so a burst of submits costs a query every second
+  or so, never one per submit; a submit never wakes the monitor (it looks at its new
+  jobs on its next tick anyway).
 * A job whose exit record says it was killed by a signal (or its script caught
   SIGTERM) is not final until the scheduler's status says why (out of memory, walltime,
   preemption, node failure, cancel: final_status.py joins the two); its query is
@@ -655,6 +655,8 @@ class BatchSchedulerExecutor(JobExecutor):
             if started is not None:
                 t.started = True
                 self._report(t, JobStatus(JobState.ACTIVE, started))
+                with self._lock:  # it changed: ask soon how it ends, should no record come
+                    self._schedule(t, self.config.min_query_interval)
         if record is None or record.mtime == t.exit_mtime:
             return False
         t.exit_mtime = record.mtime
@@ -824,6 +826,7 @@ class BatchSchedulerExecutor(JobExecutor):
     def _vanished(self, missing: Sequence[_Tracked]) -> set[str]:
         """Jobs the status command no longer knows; returns the ids of those that need
         a query soon."""
+        urgent: set[str] = set()
         unexplained = [t for t in missing if t.job_dir is None or not self._check_files(t)]
         ask = [t for t in unexplained if not t.asked_accounting]
         if ask and self._accounting is not False:
@@ -834,12 +837,16 @@ class BatchSchedulerExecutor(JobExecutor):
                     # a job accounting still sees running may just lag: ask again
                     t.asked_accounting = ns is None or ns.state is None or ns.state.final
                     if ns is not None and ns.state is not None and ns.state.final:
-                        self._apply_final(t, ns)
+                        if not self._apply_final(t, ns):
+                            urgent.add(t.native_id)
         now = time.monotonic()
         retention = None
-        urgent: set[str] = set()
         for t in unexplained:
             if t.native_id not in self._tracked:
+                continue
+            if t.ended is not None:  # how it ended is known; its record may still come
+                if not self._apply_final(t, t.ended[1]):
+                    urgent.add(t.native_id)
                 continue
             if t.missing_since is None:
                 t.missing_since = now
