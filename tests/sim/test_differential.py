@@ -51,3 +51,73 @@ def test_the_seeds_cover_the_generator_features() -> None:
     assert any(c.dynamic and c.acks for c in cases) and any(c.dynamic and not c.acks for c in cases)
     assert all(any(getattr(c, p) > 0 for c in cases) for p in ("p_delay", "p_kill", "p_reject", "p_call"))
     assert any(p.get("ret") for c in cases for p in c.workload["profiles"].values())
+
+
+D1 = {"type": "delay", "delay": 1}
+#: workloads real Batsim refuses (it aborts before its first message), and the words
+#: hpcjobs.sim's refusal must contain besides the file: the job or profile, the rule
+REFUSED = {
+    "duplicate job id": ({"nb_res": 4, "jobs": [{"id": 1, "subtime": 0, "res": 1, "profile": "d"},
+                                                {"id": 1, "subtime": 1, "res": 1, "profile": "d"}],
+                          "profiles": {"d": D1}}, "duplicate job id '1'"),
+    "unknown profile": ({"nb_res": 4, "jobs": [{"id": 1, "subtime": 0, "res": 1, "profile": "x"}],
+                         "profiles": {"d": D1}}, "unknown profile 'x'"),
+    "walltime 0": ({"nb_res": 4, "jobs": [{"id": 1, "subtime": 0, "res": 1, "profile": "d", "walltime": 0}],
+                    "profiles": {"d": D1}}, "'walltime' (0)"),
+    "job name with !": ({"nb_res": 4, "jobs": [{"id": "a!b", "subtime": 0, "res": 1, "profile": "d"}],
+                         "profiles": {"d": D1}}, "cannot contain a '!'"),
+    "parallel width": ({"nb_res": 4, "jobs": [{"id": 1, "subtime": 0, "res": 1, "profile": "p"}],
+                        "profiles": {"p": {"type": "parallel", "cpu": [1e9] * 3, "com": [0] * 9}}},
+                       "'res' (1) does not match the number of executors"),
+    "empty sequence": ({"nb_res": 4, "jobs": [{"id": 1, "subtime": 0, "res": 1, "profile": "c"}],
+                        "profiles": {"d": D1, "c": {"type": "composed", "seq": []}}}, "'seq'"),
+    "no nb_res": ({"jobs": [{"id": 1, "subtime": 0, "res": 1, "profile": "d"}], "profiles": {"d": D1}}, "'nb_res'"),
+}
+
+
+def _start(program: list[str], tmp: Path, workload: dict[str, object]) -> tuple[int, str, list[dict[str, object]]]:
+    """Run ``program`` on ``workload``, answering its first message with a CALL_ME_LATER
+    at the current time; exit status, stderr and the messages it sent."""
+    import json
+    import subprocess
+
+    import zmq
+
+    from hpcjobs.executors.batsim.platform import write_platform
+    tmp.mkdir()
+    platform = write_platform(tmp / "p.xml", 4, 1, "1Gf")
+    (tmp / "w.json").write_text(json.dumps(workload))
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.REP)
+    sock.bind(f"ipc://{tmp}/s")
+    proc = subprocess.Popen([*program, "-p", str(platform), "-w", str(tmp / "w.json"), "-s", f"ipc://{tmp}/s",
+                             "-e", str(tmp / "out"), "-q"], stderr=subprocess.PIPE, text=True)
+    received = []
+    while proc.poll() is None and len(received) < 5:
+        if sock.poll(100):
+            msg = json.loads(sock.recv())
+            received.append(msg)
+            sock.send(json.dumps({"now": msg["now"], "events": [
+                {"timestamp": msg["now"], "type": "CALL_ME_LATER", "data": {"timestamp": msg["now"]}}]}).encode())
+    _, err = proc.communicate(timeout=30)
+    sock.close(0)
+    ctx.term()
+    return proc.returncode, err, received
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_workloads_batsim_refuses_are_refused_naming_the_rule(name: str, batsim: str, tmp_path: Path) -> None:
+    workload, words = REFUSED[name]
+    code, err, received = _start([batsim], tmp_path / "batsim", workload)
+    assert code != 0 and not received, err[-1000:]  # Batsim aborts before its first message
+    code, err, received = _start(EMBEDDED, tmp_path / "sim", workload)
+    assert code == 1 and not received
+    assert err.startswith("hpcjobs.sim: error: workload ") and "w.json" in err and words in err, err
+
+
+def test_call_me_later_at_the_current_time_is_refused_by_both(batsim: str, tmp_path: Path) -> None:
+    workload = {"nb_res": 4, "jobs": [{"id": 1, "subtime": 0, "res": 1, "profile": "d"}], "profiles": {"d": D1}}
+    for name, program in (("batsim", [batsim]), ("sim", EMBEDDED)):
+        code, err, received = _start(program, tmp_path / name, workload)
+        assert code != 0 and len(received) == 1, (name, code, err[-1000:])
+        assert "You asked to be awaken in the past!" in err, err[-1000:]
