@@ -64,3 +64,27 @@ def test_can_never_run_fails_and_not_running_stays_queued() -> None:
 
 def test_unknown_letters_are_no_state() -> None:
     assert _native("7.vm", {"job_state": "M"}).state is None
+
+
+def test_pbs_commands_come_from_pbs_conf_not_path(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # a site with Debian's Torque-style wrappers first on PATH and OpenPBS elsewhere
+    from hpcjobs import JobExecutor
+    from hpcjobs.executors.pbs import pbs_exec_bin
+    torque, pbs = tmp_path / "usr-bin", tmp_path / "opt-pbs"
+    for where in (torque, pbs / "bin"):
+        where.mkdir(parents=True)
+        (where / "qstat").write_text("#!/bin/sh\n")
+    conf = tmp_path / "pbs.conf"
+    conf.write_text(f"PBS_SERVER=vm\nPBS_EXEC={pbs}\nPBS_HOME=/var/spool/pbs\n")
+    monkeypatch.setenv("PATH", f"{torque}:/usr/bin:/bin")
+    monkeypatch.setenv("PBS_CONF_FILE", str(conf))
+    assert pbs_exec_bin() == pbs / "bin"
+    ex = JobExecutor.get_instance("pbs", config={"work_directory": tmp_path / "w"})
+    assert ex._command("qsub", "x") == [str(pbs / "bin" / "qsub"), "x"]  # type: ignore[attr-defined]
+    chosen = JobExecutor.get_instance("pbs", config={"work_directory": tmp_path / "w",
+                                                     "bin_directory": torque})
+    assert chosen._command("qstat") == [str(torque / "qstat")]  # type: ignore[attr-defined]
+    # no PBS configuration: PATH decides
+    monkeypatch.setenv("PBS_CONF_FILE", str(tmp_path / "none"))
+    assert pbs_exec_bin() is None
