@@ -25,6 +25,7 @@ from . import plugins
 from .errors import (BulkSubmitException, ExecutorNotFoundError, InvalidJobException,
                      InvalidJobStateError, SubmitException)
 from .job import Job, StatusCallback, as_function
+from .private import make_dirs
 from .dispatch import CallbackDispatcher
 from .spec import JobSpec
 from .state import JobState, JobStatus
@@ -155,7 +156,7 @@ class JobExecutor(ABC):
             d = Path(self.config.work_directory
                      or JobExecutorConfig.DEFAULT_WORK_DIRECTORY / self.name)
             d = d.expanduser()
-            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_dirs(d)  # ~/.hpcjobs and its work/ too: private, whatever the umask
             self._work_directory = d
         return d
 

@@ -27,6 +27,7 @@ from typing import Mapping, Optional, Sequence
 
 from ...environment import VALID_NAME
 from ...final_status import ended, shell_exit_code
+from ...private import DIR_MODE, create
 from ...state import JobStatus
 from .script import shell_quote
 
@@ -70,9 +71,11 @@ class JobDir:
 
     @classmethod
     def create(cls, work_dir: Path, name: str) -> "JobDir":
-        """Make ``work_dir/name`` with mode 0700 (it must not exist yet)."""
+        """Make ``work_dir/name`` with mode 0700 (it must not exist yet), and its
+        ``batch.out`` (0600: the scheduler would create it under the job's umask)."""
         path = work_dir / name
-        path.mkdir(mode=0o700)
+        path.mkdir(mode=DIR_MODE)
+        create(path / BATCH_OUT, b"")
         return cls(path)
 
     @classmethod
@@ -92,7 +95,7 @@ class JobDir:
         try:
             os.symlink(target, link)
         except FileNotFoundError:  # the first job of this work directory
-            link.parent.mkdir(mode=0o700, exist_ok=True)
+            link.parent.mkdir(mode=DIR_MODE, exist_ok=True)
             os.symlink(target, link)
         except FileExistsError:  # an id reused (the scheduler's state was reset)
             link.unlink()
@@ -100,12 +103,7 @@ class JobDir:
 
     def write_script(self, text: str) -> None:
         """Write the batch script (mode 0700; the file must not exist yet)."""
-        data = text.encode("utf-8", "surrogateescape")
-        fd = os.open(self.script, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
+        create(self.script, text.encode("utf-8", "surrogateescape"), mode=0o700, exclusive=True)
 
     def write_environment(self, environment: Mapping[str, str],
                           reserved: Sequence[str] = ()) -> None:

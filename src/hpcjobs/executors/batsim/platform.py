@@ -21,6 +21,7 @@ from xml.sax.saxutils import quoteattr
 from ...batsim_protocol.errors import InputError
 from ...batsim_protocol.platform import MASTER_HOST_NAME as MASTER_HOST
 from ...batsim_protocol.platform import parse_platform
+from ...private import create
 
 __all__ = ["write_platform", "cores_per_host"]
 
@@ -59,7 +60,7 @@ def write_platform(path: Path, hosts: int, cores: int, speed: Union[str, float])
             '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
             '<platform version="4.1">\n'
             '  <zone id="AS0" routing="Full">\n' + "".join(lines) + "  </zone>\n</platform>\n")
-    path.write_text(text, encoding="utf-8")
+    create(path, text.encode("utf-8"))
     return path
 
 

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from ...errors import SubmitException
+from ...private import opener
 
 __all__ = ["simulator_command", "spawn", "tail", "explain"]
 
@@ -46,10 +47,12 @@ def simulator_command(simulator: str, platform: Path, export_prefix: Path, endpo
 
 def spawn(argv: list[str], cwd: Path, stderr_path: Path) -> "subprocess.Popen[bytes]":
     """Start the simulator; its stderr goes to ``stderr_path``."""
-    with open(stderr_path, "wb") as err:
+    with open(stderr_path, "wb", opener=opener) as err:
         try:
+            # umask: the simulator's outputs are ours, private like every hpcjobs file
             return subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+                                    stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+                                    umask=0o077)
         except OSError as e:
             raise SubmitException(f"cannot start the simulator {argv!r}: {e}", e) from None
 

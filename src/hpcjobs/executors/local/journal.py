@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Optional
 
 from ...final_status import Cause, ended
+from ...private import FILE_MODE, create
 from ...state import JobState, JobStatus
 from .nanny import CANCEL_MARK, process_alive
 
@@ -210,7 +211,7 @@ class Journal:
         limit = time.time() - older_than
         try:
             # another process purging already does the work: don't queue behind it
-            with FileLock(str(self.lock_path), timeout=0):
+            with FileLock(str(self.lock_path), timeout=0, mode=FILE_MODE):
                 for path in list(self.nannies.iterdir()):
                     token = path.name.split(".", 1)[0]
                     if path.name == token and not self.nanny_alive(token):
@@ -239,11 +240,7 @@ class Journal:
 
 def write_record(path: str, text: str) -> None:
     """Write ``text`` (ending in a newline) to ``path`` with a single write."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
+    create(Path(path), text.encode())
 
 
 def read_record(path: str) -> Optional[list[str]]:

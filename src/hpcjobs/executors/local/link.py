@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ...errors import SubmitException
+from ...private import opener
 from . import nanny
 
 __all__ = ["NannyLink"]
@@ -37,7 +38,7 @@ class NannyLink:
                  records: Callable[[str], Path], grace: float, handler: Handler) -> None:
         self.token = os.urandom(4).hex()
         log_path = nannies_dir / f"{self.token}.log"
-        with open(log_path, "ab") as err:
+        with open(log_path, "ab", opener=opener) as err:
             # -I -S: the nanny needs only the standard library; skipping site and user
             # paths makes it start fast and immune to the user's PYTHON* settings
             p = subprocess.Popen([sys.executable, "-I", "-S", nanny.__file__, str(jobs_dir),

@@ -144,7 +144,9 @@ _hj_write_nodefile() {
             _hj_die 1 "cannot create a temporary node file"
         _hj_tmp_nodefile=$PSIJ_NODEFILE
     fi
-    true 2>/dev/null >"$PSIJ_NODEFILE" || _hj_die 1 "cannot write the node file '$PSIJ_NODEFILE'"
+    # private like every file hpcjobs makes (the job runs under the user's umask)
+    (umask 077 && true >"$PSIJ_NODEFILE") 2>/dev/null ||
+        _hj_die 1 "cannot write the node file '$PSIJ_NODEFILE'"
     if ! _hj_hosts | _hj_fill >"$PSIJ_NODEFILE"; then
         _hj_say "cannot list the allocation's hosts; the node file names this host only"
         uname -n | _hj_fill >"$PSIJ_NODEFILE"
