@@ -17,7 +17,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Union, cast
+from typing import Any, Mapping, Optional, Union, cast
 
 from ...batsim_protocol.codecs import get_codec
 from ...errors import InvalidJobException, InvalidJobStateError
@@ -25,6 +25,7 @@ from ...executor import JobExecutor, JobExecutorConfig
 from ...job import Job
 from ...spec import JobSpec
 from ...state import JobState, JobStatus
+from ...threads import weakly
 from . import schedulers
 from .config import BatsimExecutorConfig
 from .jobmanager import JobManager, JobRequest, Record
@@ -170,7 +171,10 @@ class BatsimJobExecutor(JobExecutor):
         prefix = self.export_prefix
         assert prefix is not None
         pacer: Pacer = VirtualTime(cfg.virtual_idle_grace) if cfg.virtual_time else RealTime(cfg.time_scale)
-        jm = JobManager(self._scheduler, _weak_report(self))
+        # weakly: the session's thread must not keep a forgotten executor alive (the
+        # same state again, a queued job's new pending reason or start estimate,
+        # refreshes the status's metadata)
+        jm = JobManager(self._scheduler, weakly(self._set_job_status))
         return Session(f"hpcjobs-batsim-{self._instance}-decisions",
                        lambda endpoint: simulator_command(cfg.simulator, platform, prefix, endpoint, cfg.protocol),
                        run_dir, cfg.endpoint, jm, pacer, self._cores_per_host(), get_codec(cfg.protocol))
@@ -183,15 +187,3 @@ class BatsimJobExecutor(JobExecutor):
             return session.track(job, lock)
         return threading.Condition(lock)
 
-
-def _weak_report(executor: BatsimJobExecutor) -> Callable[[Job, JobStatus, bool], None]:
-    """``executor._set_job_status`` for the session's thread, which must not keep a
-    forgotten executor alive. (The same state again, a queued job's new pending reason
-    or start estimate, refreshes the status's metadata.)"""
-    ref = weakref.ref(executor)
-
-    def report(job: Job, status: JobStatus, ran: bool) -> None:
-        ex = ref()
-        if ex is not None:
-            ex._set_job_status(job, status, ran)
-    return report

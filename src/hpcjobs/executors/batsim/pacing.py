@@ -27,6 +27,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Optional
 
+from ...threads import weak_callable
+
 if TYPE_CHECKING:
     from ...job import Job
 
@@ -138,7 +140,7 @@ class WaitTracker(threading.Condition):
         super().__init__(lock)
         self.job: weakref.ref[Job] = weakref.ref(job)  # (the job holds its condition)
         # weak: a job that outlives its executor must not keep the session alive
-        self._on_change = _weak_callable(on_change)
+        self._on_change = weak_callable(on_change)
         self._blocked = 0  # waiters not yet accounted for by a notify
         self._generation = 0  # notifications so far
 
@@ -170,9 +172,3 @@ class WaitTracker(threading.Condition):
         if fn is not None:
             fn(self, delta)
 
-
-def _weak_callable(fn: Callable[[WaitTracker, int], None]
-                   ) -> Callable[[], Optional[Callable[[WaitTracker, int], None]]]:
-    if hasattr(fn, "__self__"):
-        return weakref.WeakMethod(fn)
-    return lambda: fn

@@ -21,9 +21,10 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-import weakref
 from collections.abc import Callable
 from typing import Any, NamedTuple
+
+from ...threads import OwnedThread, weak_callable
 
 __all__ = ["WatchedEvent", "Watcher"]
 
@@ -62,10 +63,9 @@ class Watcher:
         self._name = name
         self._connect = connect
         self._flux_job = flux_job
-        self._ref: Callable[[], EventHandler | None] = weakref.WeakMethod(on_event) \
-            if hasattr(on_event, "__self__") else (lambda: on_event)
+        self._ref = weak_callable(on_event)
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._thread = OwnedThread(name, self._run, self._stop.set)
         self._lock = threading.Lock()
         self._wanted: set[int] = set()
         self._new: collections.deque[int] = collections.deque()
@@ -73,18 +73,11 @@ class Watcher:
 
     def start(self) -> None:
         """Start the thread unless it runs (idempotent)."""
-        with self._lock:
-            if self._thread is None and not self._stop.is_set():
-                self._thread = threading.Thread(target=self._run, name=self._name,
-                                                daemon=True)
-                self._thread.start()
+        self._thread.start()
 
     def stop(self) -> None:
         """End the thread (within ``_TICK`` seconds)."""
-        self._stop.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
+        self._thread.stop()
 
     def follow(self, jobid: int) -> None:
         with self._lock:

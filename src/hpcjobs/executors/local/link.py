@@ -15,12 +15,12 @@ import selectors
 import subprocess
 import sys
 import threading
-import weakref
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ...errors import SubmitException
 from ...private import opener
+from ...threads import OwnedThread, weak_callable
 from . import nanny
 
 __all__ = ["NannyLink"]
@@ -58,12 +58,10 @@ class NannyLink:
         self._send_lock = threading.Lock()
         self._last_env: Optional[dict[str, str]] = None
         self._wake_r, self._wake_w = os.pipe()
-        self._closing = self._reader_releases = False
+        self._closing = False
         self.alive = True
-        ref: Callable[[], Optional[Handler]]
-        ref = weakref.WeakMethod(handler) if hasattr(handler, "__self__") else (lambda: handler)
-        self._thread = threading.Thread(target=self._read, args=(ref,), name=f"{name}-reader",
-                                        daemon=True)
+        self._handler = weak_callable(handler)
+        self._thread = OwnedThread(f"{name}-reader", self._read, self._wake, self._release)
         self._thread.start()
 
     def spawn(self, native_id: str, argv: list[str], env: dict[str, str], cwd: str,
@@ -90,14 +88,12 @@ class NannyLink:
         if self._closing:
             return
         self._closing = True
-        if self._thread is threading.current_thread():
-            # a forgotten executor collected on the reader thread itself: the reader
-            # sees _closing after this handler returns and releases on its way out
-            self._reader_releases = True
-            return
+        # (on the reader thread itself, a forgotten executor collected there: the reader
+        # sees _closing after this handler returns and releases on its way out)
+        self._thread.stop()
+
+    def _wake(self) -> None:
         os.write(self._wake_w, b"x")
-        self._thread.join()
-        self._release()
 
     def _release(self) -> None:
         self._close_pipes()
@@ -109,7 +105,7 @@ class NannyLink:
         for f in self._files:
             f.close()
 
-    def _read(self, ref: Callable[[], Optional[Handler]]) -> None:
+    def _read(self) -> None:
         sel = selectors.DefaultSelector()
         sel.register(self._events, selectors.EVENT_READ)
         sel.register(self._wake_r, selectors.EVENT_READ)
@@ -120,7 +116,7 @@ class NannyLink:
                 if self._wake_r in ready:
                     return
                 data = os.read(self._events, 1 << 16)
-                handler = ref()
+                handler = self._handler()
                 if handler is None:
                     return
                 if not data:
@@ -139,8 +135,6 @@ class NannyLink:
                     return
         finally:
             sel.close()
-            if self._reader_releases:
-                self._release()
 
 
 def _read_line(fd: int) -> Optional[bytes]:

@@ -16,10 +16,10 @@ import selectors
 import signal
 import threading
 import time
-import weakref
 from typing import Callable, Optional
 
 from ...state import JobState, JobStatus
+from ...threads import OwnedThread, weak_callable
 from .journal import Journal, Observation
 from .nanny import process_alive
 
@@ -55,7 +55,7 @@ class Watcher:
     def __init__(self, name: str, journal: Journal, grace: float, report: Report) -> None:
         self._journal = journal
         self._grace = grace
-        self._report = weakref.WeakMethod(report)
+        self._report = weak_callable(report)
         self._entries: dict[str, _Entry] = {}
         self._lock = threading.Lock()
         self._sel = selectors.DefaultSelector()
@@ -63,8 +63,8 @@ class Watcher:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self._sel.register(self._wake_r, selectors.EVENT_READ)
-        self._stopped = self._thread_releases = False
-        self._thread = threading.Thread(target=self._run, name=f"{name}-watcher", daemon=True)
+        self._stopped = False
+        self._thread = OwnedThread(f"{name}-watcher", self._loop, self._wake, self._release)
         self._thread.start()
 
     def watch(self, native_id: str) -> None:
@@ -93,13 +93,7 @@ class Watcher:
         if self._stopped:
             return
         self._stopped = True
-        if self._thread is threading.current_thread():
-            # a forgotten executor collected on this thread: _run releases on its way out
-            self._thread_releases = True
-            return
-        self._wake()
-        self._thread.join()
-        self._release()
+        self._thread.stop()  # (on this thread: it releases on its way out)
 
     def _release(self) -> None:
         for entry in self._entries.values():
@@ -114,13 +108,6 @@ class Watcher:
             os.write(self._wake_w, b"x")
         except BlockingIOError:  # a wake-up is pending anyway
             pass
-
-    def _run(self) -> None:
-        try:
-            self._loop()
-        finally:
-            if self._thread_releases:
-                self._release()
 
     def _loop(self) -> None:
         while not self._stopped:
