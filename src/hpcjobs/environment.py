@@ -5,7 +5,9 @@ environment values and arguments. We do exactly that and nothing more: ``${NAME}
 (NAME a shell identifier) is replaced by the variable's value in the job's environment
 (empty if unset, as in bash); ``$NAME``, ``$(...)``, backticks and every other
 character pass through byte for byte, so no value is ever interpreted by a shell.
-Variables are set in the order given, so a value may use one set before it.
+Variables are set in the order given, so a value may use one set before it. A backend
+whose job shell does the expansion (the batch scripts) splits values with
+:func:`references` and quotes each part.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ import os
 import re
 from typing import Mapping, Optional
 
-__all__ = ["expand", "job_environment", "VALID_NAME"]
+__all__ = ["expand", "references", "job_environment", "VALID_NAME"]
 
-_BRACED = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-VALID_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"  # a shell identifier
+_BRACED = re.compile(rf"\$\{{({_NAME})\}}")
+VALID_NAME = re.compile(rf"{_NAME}\Z")
 
 
 def expand(value: str, env: Mapping[str, str]) -> str:
@@ -25,6 +28,12 @@ def expand(value: str, env: Mapping[str, str]) -> str:
     if "${" not in value:
         return value
     return _BRACED.sub(lambda m: env.get(m.group(1), ""), value)
+
+
+def references(value: str) -> list[str]:
+    """``value`` split at its ``${NAME}`` references: ``[literal, name, literal, ...,
+    literal]`` (odd positions are names; literals may be empty)."""
+    return _BRACED.split(value)
 
 
 def job_environment(

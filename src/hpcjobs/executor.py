@@ -28,7 +28,7 @@ from .job import Job, StatusCallback, as_function
 from .private import make_dirs
 from .dispatch import CallbackDispatcher
 from .spec import JobSpec
-from .state import JobState, JobStatus
+from .state import JobStatus
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -238,15 +238,13 @@ class JobExecutor(ABC):
         spec.validate()
         self._launcher(spec)  # an unknown launcher is an invalid job
         self._validate(spec)
-        with job._lock:
-            if job._executor is not None or job._status.state is not JobState.NEW:
-                raise InvalidJobStateError(
-                    f"job {job.id} was already submitted (state {job._status.state})")
-            job._executor = self
+        state = job._claim(self)
+        if state is not None:
+            raise InvalidJobStateError(f"job {job.id} was already submitted (state {state})")
         try:
             yield spec
         except BaseException:
-            job._executor = None
+            job._bind(None, None)
             raise
 
     def _validate(self, spec: JobSpec) -> None:
@@ -259,12 +257,9 @@ class JobExecutor(ABC):
         if not isinstance(native_id, str) or not native_id:
             raise TypeError(f"native_id must be a non-empty str, got {native_id!r}")
         self._check_open()
-        with job._lock:
-            if job._executor is not None or job._status.state is not JobState.NEW:
-                raise InvalidJobException(
-                    f"attach() needs a NEW job; job {job.id} is {job._status.state}")
-            job._executor = self
-            job._native_id = native_id
+        state = job._claim(self, native_id)
+        if state is not None:
+            raise InvalidJobException(f"attach() needs a NEW job; job {job.id} is {state}")
 
     def _check_open(self) -> None:
         if self._closed:

@@ -174,7 +174,20 @@ class Job:
                 self._cond.wait(remaining)
 
     # -- executor side ------------------------------------------------------------------
-    def _bind(self, executor: "JobExecutor", native_id: Optional[str]) -> None:
+    def _claim(self, executor: "JobExecutor",
+               native_id: Optional[str] = None) -> Optional[JobState]:
+        """Bind this job to ``executor`` (and ``native_id``, for attach) if it is NEW and
+        bound to no executor: how an executor takes a job (submit, attach). None when it
+        did; else the job's state, and nothing changed."""
+        with self._lock:
+            if self._executor is not None or self._status.state is not JobState.NEW:
+                return self._status.state
+            self._bind(executor, native_id)
+            return None
+
+    def _bind(self, executor: Optional["JobExecutor"], native_id: Optional[str]) -> None:
+        """Record the job's executor (None: a claim released, its submit failed) and
+        its ``native_id`` once the backend gave one."""
         self._executor = executor
         if native_id is not None:
             self._native_id = native_id

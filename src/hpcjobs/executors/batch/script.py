@@ -21,6 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Mapping
 
+from ...environment import references
 from ...errors import InvalidJobException
 from ...spec import JobSpec
 
@@ -33,8 +34,6 @@ SHARED_TEMPLATES = Path(__file__).resolve().parent
 
 # characters that need no quoting in a shell word (a conservative set, as shlex's)
 _SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+\Z")
-# the spec's substitution syntax, with the name captured (see hpcjobs.environment)
-_BRACED = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class Expandable(str):
@@ -54,7 +53,7 @@ def shell_quote(value: str) -> str:
     (``${NAME}`` expanded by the shell when ``value`` is :class:`Expandable`)."""
     if not isinstance(value, Expandable):
         return _quote_literal(value) if value else "''"
-    parts = _BRACED.split(value)  # literal, name, literal, name, ..., literal
+    parts = references(value)  # literal, name, literal, name, ..., literal
     words = [f'"${{{p}}}"' if i % 2 else _quote_literal(p)
              for i, p in enumerate(parts) if i % 2 or p]
     return "".join(words) or "''"
