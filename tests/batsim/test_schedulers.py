@@ -183,3 +183,19 @@ def test_hello_marks_resources_of_running_jobs() -> None:
     assert started(alloc(s, 1, 1, 10)) == {1: [1]}  # rank 0 is taken by job 7
     [r] = alloc(s, 2, 2, 10)
     assert r["annotations"]["sched"]["t_estimate"] == 50.0  # needs rank 0: job 7's expiration
+
+
+def test_a_third_party_scheduler_needs_no_hello_or_prioritize() -> None:
+    from hpcjobs.executors.batsim.schedulers.base import Scheduler, make_R
+
+    class Minimal(Scheduler):  # what the executor calls, and nothing more
+        def inventory(self, resources: list[dict[str, Any]]) -> None: ...
+        def ready(self) -> dict[str, Any]: return {"mode": "unlimited"}
+        def alloc(self, request: dict[str, Any], now: float) -> list[dict[str, Any]]: return []
+        def free(self, request: dict[str, Any], now: float) -> list[dict[str, Any]]: return []
+        def cancel(self, request: dict[str, Any], now: float) -> list[dict[str, Any]]: return []
+
+    s = Minimal()
+    assert s.prioritize({"jobs": [[1, 5]]}, 0.0) == [] and s.idle(0.0) == []
+    with pytest.raises(NotImplementedError, match="Minimal cannot take over job 7"):
+        s.hello({"id": 7, "R": make_R([0], 0.0, 0.0)})

@@ -21,6 +21,7 @@ never ran); a running one gets KILL_JOB.
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import math
@@ -38,7 +39,7 @@ from ...state import JobState, JobStatus
 from .schedulers.base import (ANNOTATE, CANCEL, DENY, SUCCESS, Scheduler, idset,
                               merge_annotations, ranks_of)
 
-__all__ = ["JobManager", "Record", "JobRequest", "FINAL_STATES", "WORKLOAD"]
+__all__ = ["JobManager", "Record", "Phase", "JobRequest", "FINAL_STATES", "WORKLOAD"]
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,16 @@ class JobRequest:
                 "attributes": {"system": system}}
 
 
+class Phase(enum.Enum):
+    """Where a job is between the client, Batsim and the scheduler."""
+
+    REGISTERED = "registered"  # sent to Batsim (REGISTER_JOB), not acknowledged yet
+    SUBMITTED = "submitted"    # Batsim acknowledged it (JOB_SUBMITTED)
+    SCHED = "sched"            # its alloc request is with the scheduler
+    RUNNING = "running"        # it holds resources and runs in Batsim
+    DONE = "done"              # final status reported
+
+
 @dataclass(eq=False, slots=True)
 class Record:
     """One Batsim job and the PSI/J jobs bound to it."""
@@ -99,7 +110,7 @@ class Record:
     # weak: a PSI/J job nobody holds any more needs no statuses (and holding it would
     # keep its executor, and so this simulation, alive through the job's reference)
     refs: list[weakref.ref[Job]] = field(default_factory=list)
-    phase: str = "registered"  # registered, submitted, sched, running, done
+    phase: Phase = Phase.REGISTERED
     status: Optional[JobStatus] = None
     ran: bool = False
     annotations: dict[str, Any] = field(default_factory=dict)
@@ -197,7 +208,7 @@ class JobManager:
 
     def request_cancel(self, record: Record) -> None:
         """Cancel at the next reply (a no-op for a finished job)."""
-        if record.phase != "done" and not record.cancel_requested:
+        if record.phase is not Phase.DONE and not record.cancel_requested:
             record.cancel_requested = True
             self._cancels.append(record)
 
@@ -248,7 +259,7 @@ class JobManager:
             # Batsim aborts the whole simulation on a job wider than the platform: such a
             # job only goes to the scheduler, whose DENY explains the refusal
             record.in_batsim = False
-            record.phase = "submitted"
+            record.phase = Phase.SUBMITTED
             if not record.cancel_requested:
                 self._waiting.append(record)
             return
@@ -273,7 +284,7 @@ class JobManager:
         broke off)."""
         self.deliver()
         for record in self.records.values():
-            if record.phase != "done":
+            if record.phase is not Phase.DONE:
                 self._finish(record, _as_is, JobStatus(JobState.FAILED, now, message=message,
                                                        metadata=self._where(record, "UNKNOWN")))
 
@@ -282,9 +293,9 @@ class JobManager:
         record = self.records.get(event["data"]["job_id"])
         if record is None and self._adopt:
             record = self._adopt_job(event["data"])
-        if record is None or record.phase != "registered":
+        if record is None or record.phase is not Phase.REGISTERED:
             return
-        record.phase = "submitted"
+        record.phase = Phase.SUBMITTED
         if record.cancel_requested:
             return  # _cancel rejects it in this same reply
         self._waiting.append(record)  # its alloc goes once all events are handled (_settle)
@@ -292,7 +303,7 @@ class JobManager:
     def _completed(self, event: Event, now: float, out: list[Event]) -> None:
         data = event["data"]
         record = self.records.get(data["job_id"])
-        if record is None or record.phase == "done":
+        if record is None or record.phase is Phase.DONE:
             return
         batsim_state = data.get("job_state", "COMPLETED_FAILED")
         rc = data.get("return_code")
@@ -306,7 +317,7 @@ class JobManager:
     def _killed(self, event: Event, now: float, out: list[Event]) -> None:
         for job_id in event["data"].get("job_ids", []):
             record = self.records.get(job_id)
-            if record is None or record.phase == "done":
+            if record is None or record.phase is Phase.DONE:
                 continue  # it completed on its own before the kill (JOB_COMPLETED came first)
             self._finish(record, JobManager._final, JobState.CANCELED, float(event["timestamp"]),
                          Cause.CANCELED.value, None, "COMPLETED_KILLED")
@@ -317,7 +328,7 @@ class JobManager:
         # an alloc answered at once (a DENY) makes room for the next: the loop goes on
         while self._waiting and (self._limit is None or self._outstanding < self._limit):
             record = self._waiting.popleft()
-            record.phase = "sched"
+            record.phase = Phase.SCHED
             self._outstanding += 1
             request = {"id": record.number, "priority": record.request.priority,
                        "userid": self._userid, "t_submit": record.t_submit,
@@ -350,7 +361,7 @@ class JobManager:
             if kind is None:
                 continue  # a sched.free response: nothing left to do
             record = self._by_number.get(int(response["id"]))
-            if record is None or record.phase != "sched":
+            if record is None or record.phase is not Phase.SCHED:
                 log.warning("scheduler answered alloc of unknown or not pending job %s: %r",
                             response.get("id"), response)
                 continue
@@ -392,24 +403,24 @@ class JobManager:
         ranks = ranks_of(response["R"])
         record.alloc = idset(ranks, " ")
         record.hosts = [self._hosts[r] for r in ranks]
-        record.phase = "running"
+        record.phase = Phase.RUNNING
         record.ran = True
         self.running += 1
         out.append(protocol.execute_job(now, record.native_id, record.alloc))
         self._set(record, JobManager._active, now)
 
     def _cancel(self, record: Record, now: float, out: list[Event]) -> None:
-        if record.phase == "running":
+        if record.phase is Phase.RUNNING:
             out.append(protocol.kill_jobs(now, [record.native_id]))
-        elif record.phase == "sched":
+        elif record.phase is Phase.SCHED:
             self._ask(self.scheduler.cancel, {"id": record.number}, now, out)
-        elif record.phase == "submitted":
+        elif record.phase is Phase.SUBMITTED:
             if record in self._waiting:
                 self._waiting.remove(record)
             self._reject(record, now, out)
             self._finish(record, _as_is, JobStatus(JobState.CANCELED, now, message=Cause.CANCELED.value,
                                                    metadata={"native_state": "REJECTED"}))
-        elif record.phase == "registered":
+        elif record.phase is Phase.REGISTERED:
             # not acknowledged yet: JOB_SUBMITTED will come; cancel when it does
             record.cancel_requested = False
             self.request_cancel(record)
@@ -419,9 +430,9 @@ class JobManager:
     # the reply goes out first, and the statuses are made while the simulator computes.
     def _finish(self, record: Record, make: Make, *args: Any) -> None:
         # the caller sends sched.free where the job held resources
-        if record.phase == "running":
+        if record.phase is Phase.RUNNING:
             self.running -= 1
-        record.phase = "done"
+        record.phase = Phase.DONE
         self.live -= 1
         self._set(record, make, *args)
 

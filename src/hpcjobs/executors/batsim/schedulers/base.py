@@ -66,9 +66,14 @@ class Scheduler(ABC):
     def inventory(self, resources: list[Msg]) -> None:
         """The platform's compute resources (``rank``, ``name``, ``cores``), once, first."""
 
-    @abstractmethod
     def hello(self, job: Msg) -> None:
-        """A job that already holds resources (its ``R``): mark them allocated."""
+        """A job that already holds resources (its ``R``): mark them allocated.
+
+        The Batsim executor never calls it today (no job holds resources when a
+        simulation begins), so a scheduler may leave it out; by default it refuses,
+        rather than let resources be handed out twice."""
+        raise NotImplementedError(f"{type(self).__name__} cannot take over job {job.get('id')} "
+                                  "that already holds resources (hello)")
 
     @abstractmethod
     def ready(self) -> Msg:
@@ -86,9 +91,12 @@ class Scheduler(ABC):
     def cancel(self, request: Msg, now: float) -> list[Msg]:
         """Withdraw a pending alloc: answer it with CANCEL (ignore unknown ids)."""
 
-    @abstractmethod
     def prioritize(self, request: Msg, now: float) -> list[Msg]:
-        """New priorities for pending allocs (``{"jobs": [[id, priority], ...]}``)."""
+        """New priorities for pending allocs (``{"jobs": [[id, priority], ...]}``).
+
+        The Batsim executor never changes a priority today; by default a scheduler
+        keeps the order it has and answers nothing."""
+        return []
 
     def idle(self, now: float) -> list[Msg]:
         """Every request of the moment has been passed on: answer what was deferred
