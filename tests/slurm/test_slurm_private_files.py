@@ -22,9 +22,10 @@ def test_job_files_are_private_and_user_paths_keep_the_umask(slurm_cluster: str,
         try:
             mine = Job(JobSpec("/bin/sh", ["-c", "echo out; echo err >&2"], stdout_path=out))
             default = Job(JobSpec("/bin/sh", ["-c", "echo to batch.out"]))
-            for job in (mine, default):
-                ex.submit(job)
-            for job in (mine, default):
+            alone = Job(JobSpec("/bin/true"))
+            ex.submit_many([mine, default])  # one Slurm array
+            ex.submit(alone)
+            for job in (mine, default, alone):
                 status = job.wait(timeout=WAIT)
                 assert status is not None and status.state is JobState.COMPLETED, status
             wait_until(lambda: (work / "ids").is_dir(), "the ids folder")
@@ -34,8 +35,8 @@ def test_job_files_are_private_and_user_paths_keep_the_umask(slurm_cluster: str,
         os.umask(old)
     made = {p.relative_to(work).as_posix(): p.lstat().st_mode & 0o777
             for p in [work, *work.rglob("*")] if not p.is_symlink()}
-    assert {f"{default.id}/{name}" for name in ("job.sh", "batch.out", "started", "exitcode")} \
-        <= set(made), made
+    assert {f"{job.id}/{name}" for name in ("job.sh", "batch.out", "started", "exitcode")
+            for job in (default, alone)} <= set(made), made
     assert {name: oct(mode) for name, mode in made.items() if mode & 0o077} == {}
     assert (work / default.id / "batch.out").read_text() == "to batch.out\n"
     assert out.read_text() == "out\n" and out.stat().st_mode & 0o777 == 0o644

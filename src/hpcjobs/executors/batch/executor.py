@@ -396,7 +396,7 @@ class BatchSchedulerExecutor(JobExecutor):
         """Undo the claim of a job that was not submitted: it is NEW and unbound."""
         with self._lock:
             self._submitting.discard(item.job_dir.path.name)
-        item.job._executor = None
+        item.job._bind(None, None)
 
     def _change_notes(self) -> ChangeNotes:
         with self._lock:
