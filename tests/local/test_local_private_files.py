@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from hpcjobs import Job, JobExecutor, JobSpec, JobState
+from hpcjobs.executor import JobExecutorConfig
 
 TIMEOUT = 60.0
 
@@ -26,6 +27,8 @@ def test_the_default_work_directory_and_its_records_are_private(
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
+    # (read once, when hpcjobs is imported: ~/.hpcjobs/work)
+    monkeypatch.setattr(JobExecutorConfig, "DEFAULT_WORK_DIRECTORY", home / ".hpcjobs" / "work")
     out = tmp_path / "out.txt"
     old = os.umask(0o022)  # what most users have: files 0644, folders 0755
     try:
