@@ -13,17 +13,22 @@
 # at once, whichever the scheduler, and passes the signal on.
 # After each, a note to the submitting executor's monitor so that it looks at this job's
 # files without scanning every job's (batch/changes.py); no notes directory, no note.
+# These files are private (umask 077); the job itself runs under the user's umask.
 _hj_dir=/home/user/.hpcjobs/work/batch/job-1
 _hj_caught=-
 _hj_pid=
+_hj_umask=$(umask)
+umask 077
 _hj_changed() { :; }
 _hj_record() {
+    umask 077
     printf '%s %s\n' "$1" "$_hj_caught" >"$_hj_dir/exitcode.tmp" &&
         mv -f "$_hj_dir/exitcode.tmp" "$_hj_dir/exitcode" && _hj_changed
 }
 trap '_hj_caught=TERM; _hj_woken=1; [ -z "$_hj_pid" ] || kill -s TERM "$_hj_pid" 2>/dev/null' TERM
 trap '_hj_record "$?"' EXIT
 printf '%s\n' "$$" >"$_hj_dir/started" && _hj_changed
+umask "$_hj_umask"
 . /home/user/.hpcjobs/work/batch/job-1/environment
 export HPCJOBS_JOB_DIR="$_hj_dir"
 [ "$_hj_caught" = - ] || exit 143
