@@ -190,8 +190,6 @@ class ArrayDir:
                 offset += len(data)
             _write(array.dir.path / cls.TASKS, b"".join(scripts))
             _write(array.dir.path / cls.INDEX, "".join(index).encode("ascii"))
-            for i in range(len(items)):  # private: the scheduler would use the job's umask
-                _write(array.dir.path / f"{i}.out", b"")
         except BaseException:
             array.dir.remove()
             raise
