@@ -16,6 +16,7 @@ if [ "$(id -u)" = 0 ]; then
   # one line per real system: real_system NAME [ARGS] && export what the tests need
   real_system batsim && export PATH=/opt/batsim-4.2.1/bin:$PATH
   real_system pbs up && export PBS_CONF_FILE=/etc/pbs.conf HPCJOBS_PBS_RESTART="bash $REAL_TOOLS/real-pbs.sh up" && /opt/pbs/bin/qmgr -c "set node $(hostname -s) resources_available.ncpus=16"  # 16 cpus, like the Slurm node (docs/pbs.md)
+  real_system flux && export PATH=/opt/flux-core-0.88/bin:$PATH PYTHONPATH=/opt/flux-core-0.88/lib/python3.11/site-packages${PYTHONPATH:+:$PYTHONPATH}
 else
   echo "test.sh: not root: cannot install OpenMPI or start Slurm; those tests will skip" >&2
 fi

@@ -1,49 +1,69 @@
-"""Fixtures for the Flux tests: the flux-core bindings TEST DOUBLE and its instances.
+"""Fixtures of the Flux tests: a real flux-core instance of two nodes (real_flux.py).
 
-No Flux can be installed here, so ``tests/flux_double`` (a test double of flux-core
-0.88's Python bindings, built from the transcripts in tests/fixtures/flux-0.88)
-is put first on ``sys.path``; ``import flux`` then finds the double.
+Without Flux the tests that need it skip, except under ``CI=true``, where they FAIL
+(CI must prove the Flux executor works, not skip it). The session's instance is
+reached through ``FLUX_URI``, as a user's program inside ``flux start`` would.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
-from flux_transcripts import DOUBLE_PATH
+import real_flux
 
 if TYPE_CHECKING:
     from hpcjobs import JobExecutor
 
 
-if DOUBLE_PATH not in sys.path:
-    sys.path.insert(0, DOUBLE_PATH)
+def require_flux() -> None:
+    """Skip (fail under CI=true) when no real Flux can run here."""
+    reason = real_flux.unavailable()
+    if reason is not None:
+        if real_flux.IN_CI:
+            pytest.fail(f"{reason} (CI=true: Flux tests must run, not skip)")
+        pytest.skip(reason)
 
-import flux
-import flux.double
+
+@pytest.fixture(scope="session")
+def flux_instance() -> Iterator[real_flux.FluxInstance]:
+    """The session's instance of two brokers (nodes), stopped at the end."""
+    require_flux()
+    instance = real_flux.FluxInstance()
+    yield instance
+    instance.stop()
 
 
 @pytest.fixture
-def flux_uri(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A fresh simulated 2-core instance on host ``vm`` (as recorded), as ``FLUX_URI``."""
-    uri = flux.double.start_instance(cores=2, hostname="vm")
-    monkeypatch.setenv("FLUX_URI", uri)
-    yield uri
-    flux.double.stop_instance(uri)
-
-
-@pytest.fixture
-def handle(flux_uri: str) -> flux.Flux:
-    return flux.Flux(flux_uri)
+def flux_uri(flux_instance: real_flux.FluxInstance,
+             monkeypatch: pytest.MonkeyPatch) -> str:
+    """The session instance's URI, also as ``FLUX_URI`` for the test."""
+    monkeypatch.setenv("FLUX_URI", flux_instance.uri)
+    return flux_instance.uri
 
 
 @pytest.fixture
 def executor(flux_uri: str) -> Iterator[JobExecutor]:
-    """A Flux executor on the fresh simulated instance, closed afterwards."""
+    """A Flux executor on the enclosing instance ($FLUX_URI), closed afterwards; jobs
+    it left behind are cancelled so the next test starts with the instance idle."""
     from hpcjobs import JobExecutor
 
-    ex = JobExecutor.get_instance("flux", url=flux_uri)
+    ex = JobExecutor.get_instance("flux")
     yield ex
     ex.close()
+    cancel_all(flux_uri)
+
+
+def cancel_all(uri: str) -> None:
+    """Cancel every active job of the instance and wait until they are gone."""
+    import flux
+    import flux.job
+
+    handle = flux.Flux(uri)
+    for info in flux.job.JobList(handle, filters=["pending", "running"]).jobs():
+        try:
+            flux.job.cancel(handle, info.id)
+        except FileNotFoundError:
+            continue
+        flux.job.event_wait(handle, info.id, "clean", raiseJobException=False)

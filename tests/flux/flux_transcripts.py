@@ -1,9 +1,6 @@
 """Readers for the recorded flux-core 0.88 transcripts in tests/fixtures/flux-0.88,
-and where the bindings test double built from them lives.
-
-Both the double's fidelity tests and the executor's per-transcript tests compare what
-they see with these recordings. (A uniquely named module: tests cannot import from
-``conftest``, several test directories have one.)
+which the unit tests of the event decoding (test_flux_events.py) feed to it.
+(A uniquely named module: several test directories have a conftest.)
 """
 
 from __future__ import annotations
@@ -15,8 +12,6 @@ from pathlib import Path
 from typing import Any
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "flux-0.88"
-#: the directory to put on sys.path so that ``import flux`` finds the test double
-DOUBLE_PATH = str(Path(__file__).resolve().parent.parent / "flux_double")
 
 Event = tuple[str, dict[str, Any]]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from ...final_status import Cause, decode_wait_status, describe_exit, ended
@@ -58,8 +58,11 @@ class JobEvents:
     journal restart or an attach replays history), into statuses. Callers hold one
     lock around ``apply`` so the events of a job are folded one at a time."""
 
-    def __init__(self, jobid: str) -> None:
+    def __init__(self, jobid: str,
+                 expand_hosts: Callable[[str], Iterable[str]] = lambda hosts: [hosts]) -> None:
+        """``expand_hosts`` turns an RFC 29 hostlist (``node[0-1]``) into host names."""
         self.jobid = jobid
+        self._expand_hosts = expand_hosts
         self.metadata: dict[str, Any] = {}
         self._seen: set[tuple[float, str]] = set()
         self._fatal: Mapping[str, Any] | None = None
@@ -85,7 +88,8 @@ class JobEvents:
             self._ran = True
             nodelist = ((R or {}).get("execution") or {}).get("nodelist")
             if nodelist:
-                self.metadata["nodes"] = list(nodelist)
+                self.metadata["nodes"] = [host for hosts in nodelist
+                                          for host in self._expand_hosts(hosts)]
             return Update(JobStatus(JobState.ACTIVE, timestamp, metadata=self.metadata),
                           ran=True)
         if name == "exception":

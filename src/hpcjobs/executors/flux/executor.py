@@ -12,6 +12,7 @@ executor is made, never when hpcjobs is imported.
 
 from __future__ import annotations
 
+import errno
 import functools
 import importlib
 import json
@@ -38,6 +39,9 @@ _Followers = list[Job]
 
 log = logging.getLogger(__name__)
 
+#: what ``flux.job.submit`` raises for a job Flux refuses (not for trouble reaching it)
+_REFUSED = (errno.EPERM, errno.EINVAL)
+
 _MISSING_BINDINGS = (
     "the Flux executor needs flux-core's Python bindings (the 'flux' module), which "
     "cannot be imported here ({error}). Install flux-core (distribution package, Spack "
@@ -46,9 +50,10 @@ _MISSING_BINDINGS = (
     "or 'flux python'); see docs/flux.md")
 
 
-def _import_bindings() -> tuple[Any, Any]:
+def _import_bindings() -> tuple[Any, Any, Any]:
     try:
-        return importlib.import_module("flux"), importlib.import_module("flux.job")
+        return (importlib.import_module("flux"), importlib.import_module("flux.job"),
+                importlib.import_module("flux.hostlist"))
     except ImportError as e:
         raise ImportError(_MISSING_BINDINGS.format(error=e)) from e
 
@@ -74,14 +79,14 @@ class FluxJobExecutor(JobExecutor):
     def __init__(self, url: str | None = None,
                  config: JobExecutorConfig | Mapping[str, Any] | None = None) -> None:
         super().__init__(url, config)
-        self._flux, self._flux_job = _import_bindings()
+        self._flux, self._flux_job, self._hostlist = _import_bindings()
         connect = functools.partial(_connect, self._flux, url)
         self._handle = connect()  # fail now, clearly, when there is no Flux to talk to
         self._lock = threading.Lock()  # the handle, and _jobs (see _on_event)
         # Flux id -> the Jobs following it (one, or more after attach) and its events
         self._jobs: dict[int, tuple[_Followers, JobEvents]] = {}
         self._watcher = Watcher(f"hpcjobs-flux-{self._instance}-events", connect,
-                                self._flux_job, self._on_event)
+                                self._flux_job, self._on_event, self._on_lost)
         self._watcher_finalizer = weakref.finalize(self, self._watcher.stop)
 
     # -- the API ------------------------------------------------------------------------
@@ -95,15 +100,16 @@ class FluxJobExecutor(JobExecutor):
                 try:
                     jobid = self._flux_job.submit(self._handle, submission.jobspec,
                                                   urgency=submission.urgency)
-                except PermissionError as e:
-                    # job-ingest's validator refused the jobspec: EPERM with its reason
+                except OSError as e:
+                    if e.errno not in _REFUSED:
+                        raise SubmitException(f"Flux did not take the job: {e}", e,
+                                              transient=True) from e
+                    # job-ingest refused the jobspec: EPERM from its validator, EINVAL
+                    # for what it checks itself (an unknown queue), with the reason
                     raise InvalidJobException(f"Flux rejected the job: {e.strerror or e}",
                                               e) from None
-                except OSError as e:
-                    raise SubmitException(f"Flux did not take the job: {e}", e,
-                                          transient=True) from e
                 job._bind(self, jobid.f58)
-                self._jobs[int(jobid)] = ([job], JobEvents(jobid.f58))
+                self._jobs[int(jobid)] = ([job], self._job_events(jobid.f58))
                 self._watcher.follow(int(jobid))
                 # also under the lock: statuses of one job are reported in order
                 self._set_job_status(job, JobStatus(JobState.QUEUED,
@@ -142,7 +148,7 @@ class FluxJobExecutor(JobExecutor):
                 JobState.FAILED, message=f"{native_id!r} is not a Flux job id"))
             return
         job._bind(self, jobid.f58)
-        events = JobEvents(jobid.f58)
+        events = self._job_events(jobid.f58)
         self._watcher.start()
         with self._lock:
             followed = self._jobs.get(int(jobid))
@@ -177,6 +183,9 @@ class FluxJobExecutor(JobExecutor):
                             event["timestamp"], event.get("context", {}))
 
     # -- machinery ----------------------------------------------------------------------
+    def _job_events(self, f58: str) -> JobEvents:
+        return JobEvents(f58, self._hostlist.decode)
+
     def _close(self) -> None:
         self._watcher_finalizer()
 
@@ -189,6 +198,21 @@ class FluxJobExecutor(JobExecutor):
                 jobs, events = entry
                 self._apply(jobs, events, jobid, handle, event.name, event.timestamp,
                             event.context or {}, getattr(event, "R", None))
+
+    def _on_lost(self, reason: str) -> None:
+        """Watcher thread: the instance cannot be reached any more. Its jobs' ends are
+        unknown (an instance that shuts down kills its jobs): each ends FAILED saying so,
+        rather than waiting forever."""
+        where = self.url or os.environ.get("FLUX_URI", "$FLUX_URI")
+        message = (f"lost contact with the Flux instance at {where} ({reason}): the job's "
+                   "final state and exit code are unknown (the instance was shut down or "
+                   "cannot be reached)")
+        with self._lock:
+            followed, self._jobs = self._jobs, {}
+            for jobid, (jobs, _events) in followed.items():
+                self._watcher.forget(jobid)
+                for job in jobs:
+                    self._set_job_status(job, JobStatus(JobState.FAILED, message=message))
 
     def _apply(self, jobs: _Followers, events: JobEvents, jobid: int, handle: Any, name: str,
                timestamp: float, context: Mapping[str, Any],

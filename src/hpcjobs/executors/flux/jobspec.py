@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -24,6 +25,9 @@ __all__ = ["FluxSubmission", "build_jobspec"]
 #: flux-core's urgency range (flux-submit(1) --urgency): 0 holds, 31 expedites
 _URGENCY = range(32)
 _DEFAULT_URGENCY = 16
+#: the launchers whose processes Flux starts as its own tasks (ranks.sh)
+_PLACED_BY_FLUX = ("single", "multiple", "mpirun")
+_RANKS = Path(__file__).with_name("ranks.sh")
 
 
 class FluxSubmission(NamedTuple):
@@ -31,6 +35,18 @@ class FluxSubmission(NamedTuple):
 
     jobspec: Any
     urgency: int
+
+
+class _Shape(NamedTuple):
+    """The allocation a job asks for, and the ``from_command`` arguments every
+    jobspec of it gets (``environment``, ``cwd``, ``name``)."""
+
+    processes: int
+    cores: int
+    gpus: int | None
+    nodes: int | None
+    exclusive: bool
+    common: dict[str, Any]
 
 
 def build_jobspec(flux_job: Any, spec: JobSpec, launcher: Launcher) -> FluxSubmission:
@@ -51,22 +67,17 @@ def build_jobspec(flux_job: Any, spec: JobSpec, launcher: Launcher) -> FluxSubmi
     argv[1:] = [expand(a, env) for a in argv[1:]]
     cwd = os.path.expanduser(spec.directory) if spec.directory else os.getcwd()
     assert spec.executable is not None  # JobSpec.validate() checked it
+    shape = _Shape(res.computed_process_count, res.cpu_cores_per_process or 1,
+                   res.gpu_cores_per_process or None, nodes, res.exclusive_node_use,
+                   {"environment": env, "cwd": cwd,
+                    "name": spec.name or Path(spec.executable).name})
     try:
-        # Always give the environment: with environment=None the bindings copy the
-        # caller's os.environ, which would break inherit_environment=False.
-        js = flux_job.JobspecV1.from_command(
-            launcher.get_launch_command(spec, argv),
-            num_tasks=res.computed_process_count,
-            cores_per_task=res.cpu_cores_per_process or 1,
-            gpus_per_task=res.gpu_cores_per_process or None,
-            num_nodes=nodes, exclusive=res.exclusive_node_use,
-            environment=env, cwd=cwd,
-            name=spec.name or Path(spec.executable).name)
+        if _runs_directly(spec, launcher):
+            js = _direct(flux_job, argv, shape)
+        else:
+            js = _nested(flux_job, spec, launcher, argv, shape)
     except (ValueError, TypeError) as e:
         raise InvalidJobException(f"ResourceSpecV1: Flux refuses the request: {e}") from None
-    # The slots are the job's processes, but Flux starts one task (the launcher) and the
-    # launcher starts the processes, as with every other executor (RFC 14 "total" count).
-    js.jobspec["tasks"][0]["count"] = {"total": 1}
     _set_stdio(js, spec, cwd)
     js.duration = attrs.duration.total_seconds()  # 0 means no limit to Flux
     if attrs.queue_name is not None:
@@ -74,6 +85,49 @@ def build_jobspec(flux_job: Any, spec: JobSpec, launcher: Launcher) -> FluxSubmi
     if attrs.project_name is not None:
         js.setattr("system.bank", attrs.project_name)
     return FluxSubmission(js, _apply_custom(js, attrs.custom_for("flux")))
+
+
+def _runs_directly(spec: JobSpec, launcher: Launcher) -> bool:
+    """One process on at most one node, nothing sourced around it: Flux runs the
+    executable itself as the job's one task."""
+    return (launcher.name == "single" and spec.pre_launch is None
+            and spec.post_launch is None and (spec.resources_v1.requested_node_count or 1) == 1)
+
+
+def _direct(flux_job: Any, argv: list[str], shape: _Shape) -> Any:
+    """The executable as the one task, in an allocation sized for all the processes
+    (``single`` runs one process whatever the process count, as on every backend)."""
+    js = flux_job.JobspecV1.from_command(
+        argv, num_tasks=shape.processes, cores_per_task=shape.cores,
+        gpus_per_task=shape.gpus, num_nodes=shape.nodes, exclusive=shape.exclusive,
+        **shape.common)
+    # RFC 14 "total": one task, whatever the number of slots
+    js.jobspec["tasks"][0]["count"] = {"total": 1}
+    return js
+
+
+def _nested(flux_job: Any, spec: JobSpec, launcher: Launcher, argv: list[str],
+            shape: _Shape) -> Any:
+    """A Flux instance of the job's own over its allocation, one broker per node, as
+    ``flux batch`` makes, whose initial program is the launcher: ``ranks.sh`` for the
+    launchers Flux can place (the ranks become Flux tasks of ``flux run``), else the
+    launcher's own command, run once like a batch script."""
+    if launcher.name in _PLACED_BY_FLUX:
+        res = spec.resources_v1
+        program = ["/bin/sh", str(_RANKS), launcher.name, str(shape.cores),
+                   str(shape.gpus or 0), str(spec.pre_launch or ""),
+                   str(spec.post_launch or ""), str(shape.processes),
+                   str(res.computed_processes_per_node), "--", *argv]
+    else:
+        program = launcher.get_launch_command(spec, argv)
+    js = flux_job.JobspecV1.from_nest_command(
+        program, num_slots=shape.processes, cores_per_slot=shape.cores,
+        gpus_per_slot=shape.gpus, num_nodes=shape.nodes, exclusive=shape.exclusive,
+        **shape.common)
+    # the bindings name the broker "flux", to be found on the job's PATH, which an
+    # environment without PATH (inherit_environment=False) lacks: name it exactly
+    js.jobspec["tasks"][0]["command"][0] = shutil.which("flux") or "flux"
+    return js
 
 
 def _set_stdio(js: Any, spec: JobSpec, cwd: str) -> None:

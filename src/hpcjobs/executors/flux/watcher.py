@@ -34,8 +34,11 @@ log = logging.getLogger(__name__)
 #: a local wait, not a request to Flux
 _TICK = 0.25
 _MAX_BACKOFF = 30.0
+#: connection attempts (0.5 + 1 + 2 s apart) before the instance counts as gone
+_ATTEMPTS_BEFORE_LOST = 4
 
 EventHandler = Callable[[Any, Any], None]
+LostHandler = Callable[[str], None]
 
 
 class WatchedEvent(NamedTuple):
@@ -55,15 +58,18 @@ class Watcher:
     ``follow(jobid)`` / ``forget(jobid)`` say which jobs matter (the journal mode gets
     every job anyway; the per-job mode watches exactly these). ``on_event`` is held
     weakly when it is a bound method, so the watcher never keeps its executor alive;
-    when the executor is gone, the thread ends.
+    when the executor is gone, the thread ends. When the instance cannot be reached
+    any more (``_ATTEMPTS_BEFORE_LOST`` connections in a row fail: it was shut down, or
+    its node is gone), ``on_lost(reason)`` is called once, then the thread keeps trying.
     """
 
     def __init__(self, name: str, connect: Callable[[], Any], flux_job: Any,
-                 on_event: EventHandler) -> None:
+                 on_event: EventHandler, on_lost: LostHandler) -> None:
         self._name = name
         self._connect = connect
         self._flux_job = flux_job
         self._ref = weak_callable(on_event)
+        self._lost_ref = weak_callable(on_lost)
         self._stop = threading.Event()
         self._thread = OwnedThread(name, self._run, self._stop.set)
         self._lock = threading.Lock()
@@ -91,9 +97,17 @@ class Watcher:
 
     def _run(self) -> None:
         backoff = 0.5
+        failed_connects = 0
         while not self._stop.is_set():
             try:
-                handle = self._connect()
+                try:
+                    handle = self._connect()
+                except OSError as e:
+                    failed_connects += 1
+                    if failed_connects == _ATTEMPTS_BEFORE_LOST:
+                        self._lost(str(e))
+                    raise
+                failed_connects = 0
                 if not self.per_job:
                     try:
                         self._follow_journal(handle)
@@ -113,6 +127,14 @@ class Watcher:
                             self._name, e, backoff)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, _MAX_BACKOFF)
+
+    def _lost(self, reason: str) -> None:
+        handler = self._lost_ref()
+        if handler is not None:
+            try:
+                handler(reason)
+            except Exception:
+                log.exception("%s: reporting the lost Flux instance failed", self._name)
 
     def _deliver(self, event: Any, handle: Any) -> bool:
         """Hand one event to the executor; False if the executor is gone."""

@@ -126,7 +126,12 @@ _hj_fill() {  # host names on stdin -> one line per process, processes_per_node 
 }
 
 _hj_hosts() {  # the allocation's host names, one a line
-    if [ -n "${SLURM_JOB_NODELIST-}" ]; then
+    if [ -n "${_hj_flux-}" ]; then
+        # the nodes of the job's Flux instance, as its resource set (RFC 20 R) names
+        # them (executors/flux/ranks.sh sets _hj_flux)
+        "$_hj_flux" resource R | "$_hj_flux" R decode --nodelist |
+            "$_hj_flux" hostlist --expand --delimiter='\n' -
+    elif [ -n "${SLURM_JOB_NODELIST-}" ]; then
         # https://slurm.schedmd.com/scontrol.html ("show hostnames" expands a node list)
         scontrol show hostnames "$SLURM_JOB_NODELIST"
     elif [ -n "${PBS_NODEFILE-}" ]; then
