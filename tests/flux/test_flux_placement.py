@@ -78,12 +78,12 @@ def test_processes_spread_as_the_resources_say(executor: JobExecutor,
 
 def test_exit_code_is_the_lowest_failing_ranks(executor: JobExecutor,
                                                tmp_path: Path) -> None:
-    # rank 0 succeeds, rank 1 exits 3, rank 2 exits 5: Flux alone would say 5 (the largest)
+    # rank 0 succeeds, ranks 1, 2, 3 exit 3, 5, 7: Flux alone would say 7 (the largest)
     script = REPORT + '; [ "$PSIJ_RANK" = 0 ] || exit $((PSIJ_RANK * 2 + 1))'
     status = run(executor, spec(tmp_path, "multiple", script, ResourceSpecV1(
-        node_count=2, process_count=3)))
+        node_count=2, process_count=4)))
     assert (status.state, status.exit_code) == (JobState.FAILED, 3), status
-    assert len(reports(tmp_path)) == 3  # every rank ran
+    assert len(reports(tmp_path)) == 4  # every rank ran
 
 
 def test_exclusive_node_use_takes_whole_nodes(executor: JobExecutor, tmp_path: Path) -> None:

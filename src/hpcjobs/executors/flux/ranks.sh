@@ -16,6 +16,12 @@
 # See docs/flux.md. POSIX sh; every expansion quoted.
 
 case $0 in */*) _hj_dir=${0%/*} ;; *) _hj_dir=. ;; esac
+# lib.sh re-runs its launcher under bash when there is a pre- or post-launch script,
+# with the arguments it is given: do it here first, with all of ours
+if [ -z "${BASH_VERSION-}" ] && { [ -n "${4-}" ] || [ -n "${5-}" ]; } &&
+    command -v bash >/dev/null 2>&1; then
+    exec bash "$0" "$@"
+fi
 _hj_launcher=$1
 _hj_cores=$2
 _hj_gpus=$3
