@@ -19,9 +19,12 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import psutil
+
+if TYPE_CHECKING:
+    from hpcjobs import JobExecutor, JobSpec, JobStatus
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 #: generous bound for the instance to come up or go down (never a timing assertion)
@@ -38,6 +41,17 @@ cores = "0-{CORES_PER_NODE - 1}"
 """
 # the initial program prints the instance's URI, then lives until its stdin closes
 _INITIAL_PROGRAM = 'printf "%s\\n" "$FLUX_URI"; exec cat >/dev/null'
+
+
+def run(ex: JobExecutor, spec: JobSpec, timeout: float) -> JobStatus:
+    """Submit a job of ``spec`` and wait (at most ``timeout`` s) for its final status."""
+    from hpcjobs import Job
+
+    job = Job(spec)
+    ex.submit(job)
+    status = job.wait(timeout=timeout)
+    assert status is not None, f"job {job.native_id} did not end"
+    return status
 
 
 def unavailable() -> Optional[str]:

@@ -49,11 +49,7 @@ def sh(script: str, **kwargs: Any) -> JobSpec:
 
 
 def run(ex: JobExecutor, spec: JobSpec) -> JobStatus:
-    job = Job(spec)
-    ex.submit(job)
-    status = job.wait(timeout=WAIT)
-    assert status is not None, f"job {job.native_id} did not end"
-    return status
+    return real_flux.run(ex, spec, WAIT)
 
 
 def recorded(job: Job) -> list[JobState]:
@@ -67,7 +63,7 @@ def eventually(check: Callable[[], bool], about: Any = None) -> None:
     """Wait (bounded) for something the watcher thread updates asynchronously."""
     deadline = time.monotonic() + WAIT
     while not check():
-        assert time.monotonic() < deadline, f"condition never became true {about or ''}"
+        assert time.monotonic() < deadline, f"condition never became true: {about!r}"
         time.sleep(0.02)
 
 
@@ -149,7 +145,8 @@ def test_cancel_pending_with_estimate(executor: JobExecutor) -> None:
     job = Job(JobSpec("/bin/sleep", ["5"]))
     states = recorded(job)
     executor.submit(job)
-    eventually(lambda: (job.status.metadata or {}).get("native_state") == "SCHED")
+    eventually(lambda: (job.status.metadata or {}).get("native_state") == "SCHED",
+               job.status)
     # what the scheduler annotated, as `flux jobs` shows it, reaches the metadata;
     # sched-simple does not always estimate (seen in about half the runs here)
     time.sleep(2)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import real_flux
 
-from hpcjobs import Job, JobExecutor, JobSpec, JobState, JobStatus, ResourceSpecV1
+from hpcjobs import JobExecutor, JobSpec, JobState, JobStatus, ResourceSpecV1
 
 WAIT = 120.0  # generous bound (a job of its own instance starts one broker per node)
 
@@ -25,11 +25,7 @@ TWO_NODES = ResourceSpecV1(node_count=2, processes_per_node=1)
 
 
 def run(ex: JobExecutor, spec: JobSpec) -> JobStatus:
-    job = Job(spec)
-    ex.submit(job)
-    status = job.wait(timeout=WAIT)
-    assert status is not None, f"job {job.native_id} did not end"
-    return status
+    return real_flux.run(ex, spec, WAIT)
 
 
 def reports(scratch: Path) -> list[list[str]]:
@@ -104,3 +100,13 @@ def test_pre_and_post_launch_once_per_job(executor: JobExecutor, tmp_path: Path)
     assert status.state is JobState.COMPLETED, (status, (tmp_path / "err").read_text())
     lines = (tmp_path / "log").read_text().splitlines()
     assert lines == ["pre", "rank set by pre", "rank set by pre", "post"]
+
+
+def test_single_over_slots_flux_may_spread(executor: JobExecutor, tmp_path: Path) -> None:
+    """More slots than one node has, no node count: Flux spreads them over both nodes,
+    and the one process of ``single`` still runs (a task-less node would fail it)."""
+    status = run(executor, spec(tmp_path, "single", resources=ResourceSpecV1(
+        process_count=real_flux.CORES_PER_NODE + 1)))
+    assert status.state is JobState.COMPLETED, (status, (tmp_path / "err").read_text())
+    assert len(reports(tmp_path)) == 1
+    assert (status.metadata or {})["nodes"] == real_flux.NODES

@@ -88,10 +88,15 @@ def build_jobspec(flux_job: Any, spec: JobSpec, launcher: Launcher) -> FluxSubmi
 
 
 def _runs_directly(spec: JobSpec, launcher: Launcher) -> bool:
-    """One process on at most one node, nothing sourced around it: Flux runs the
-    executable itself as the job's one task."""
+    """One process, nothing sourced around it, and an allocation that is sure to be on
+    one node (one slot, or one node asked for): Flux runs the executable itself as the
+    job's one task. (A Flux shell with no task on a node of its allocation fails the
+    job: "terminated before first barrier".)"""
+    res = spec.resources_v1
+    one_node = res.requested_node_count == 1 or (
+        res.computed_process_count == 1 and res.requested_node_count is None)
     return (launcher.name == "single" and spec.pre_launch is None
-            and spec.post_launch is None and (spec.resources_v1.requested_node_count or 1) == 1)
+            and spec.post_launch is None and one_node)
 
 
 def _direct(flux_job: Any, argv: list[str], shape: _Shape) -> Any:
