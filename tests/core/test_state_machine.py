@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import pytest
 
 from hpcjobs import (InvalidJobException, InvalidJobStateError, Job, JobExecutor, JobSpec,
-                     JobState, JobStatus, WaitFromCallbackError)
+                     JobState, JobStatus, WaitFromCallbackError, plugins)
 
 from recording import RecordingExecutor
 
@@ -116,11 +117,17 @@ def test_attach_needs_a_new_job(ex: RecordingExecutor) -> None:
     assert fresh.native_id == "123" and fresh.executor is ex
 
 
-def test_get_instance_resolves_names_and_versions() -> None:
+def test_get_instance_resolves_names_and_versions(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no executor named 'nope'"):
         JobExecutor.get_instance("nope")
-    with pytest.raises(ValueError, match=r"'PBSPro' \(pbs\)"):
-        JobExecutor.get_instance("PBSPro")
+    ex = JobExecutor.get_instance("PBSPro", config={"work_directory": tmp_path})
+    assert ex.name == "pbs"  # an alias, in any case
+    ex.close()
+    # an alias of something not installed names both
+    monkeypatch.setitem(plugins.ALIASES["hpcjobs.executors"], "gone", "not-installed")
+    with pytest.raises(ValueError, match=r"'Gone' \(not-installed\)"):
+        JobExecutor.get_instance("Gone")
 
 
 def test_closed_executor_refuses_work_and_threads_end() -> None:
