@@ -19,9 +19,6 @@ from .workload import Profile
 
 ProfileLookup = Callable[[str], Profile]
 
-#: how long a parallel task without computation or communication lasts in SimGrid
-EMPTY_TASK_SECONDS = 1e-5
-
 
 class Execution:
     """One job's run: its executors' hosts and a per-job cache of leaf durations."""
@@ -178,8 +175,4 @@ class Execution:
                     link_load[link] = max(previous, amount) if link.fatpipe else previous + amount
         for link, load in link_load.items():
             bottleneck = max(bottleneck, load / link.bandwidth)
-        if latency == 0 and bottleneck == 0:
-            # SimGrid ends a parallel task with nothing to do after 10 us (Batsim's
-            # _jobs.csv shows execution_time 0.000010; differential test)
-            return EMPTY_TASK_SECONDS
         return latency + bottleneck
