@@ -150,14 +150,18 @@ def test_attach_to_a_job_submitted_with_plain_qsub(pbs_server: None, work_dir: P
 
 def as_other_user() -> list[str]:
     """A Python another user can run with this one's packages (this interpreter may live
-    in root's private home): the system's, if it is the same version."""
+    in root's private home): the system's, if it is the same version. Skips when
+    pbsuser cannot read this checkout at all (it sits in a private directory)."""
+    path = os.pathsep.join(p for p in sys.path if p)
     for python in (sys.executable, "/usr/bin/python3"):
         p = subprocess.run(["runuser", "-u", "pbsuser", "--", python, "-c",
-                            "import sys; print(sys.version_info[:2])"],
-                           capture_output=True, text=True, timeout=60)
+                            "import sys, hpcjobs; print(sys.version_info[:2])"],
+                           capture_output=True, text=True, timeout=60, cwd="/tmp",
+                           env={**os.environ, "HOME": "/tmp", "PYTHONPATH": path})
         if p.returncode == 0 and p.stdout.strip() == str(sys.version_info[:2]):
             return [python]
-    pytest.skip("no Python that pbsuser may run has this one's version")
+    pytest.skip("pbsuser cannot run this checkout's hpcjobs with this Python version "
+                "(the checkout or its interpreter is in a directory private to this user)")
 
 
 def test_list_has_the_submitted_jobs(executor: JobExecutor) -> None:
