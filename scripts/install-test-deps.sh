@@ -10,9 +10,10 @@
 # cannot run OpenMPI programs outside an allocation; we pin the alternative to OpenMPI's.
 set -euo pipefail
 
+# libopenmpi-dev: mpicc and mpi.h, to build the MPI program the Flux tests run;
 # flatbuffers-compiler: flatc, to check the generated batprotocol code against its schema;
 # redis-server: the legacy Batsim protocol keeps its job data in Redis
-PKGS=(openmpi-bin flatbuffers-compiler redis-server)
+PKGS=(openmpi-bin libopenmpi-dev flatbuffers-compiler redis-server)
 LOG=${TMPDIR:-/tmp}/hpcjobs-install-test-deps.log
 
 [ "$(id -u)" = 0 ] || { echo "install-test-deps: must run as root" >&2; exit 1; }
