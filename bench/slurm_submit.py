@@ -147,15 +147,18 @@ def raw_burst(n: int, shapes: int, directory: Path, sbatch: str) -> tuple[float,
     return time.perf_counter() - start, ids
 
 
-def hpcjobs_burst(n: int, shapes: int, directory: Path) -> tuple[float, int, list[str]]:
+def hpcjobs_burst(n: int, shapes: int, directory: Path,
+                  sbatch: str) -> tuple[float, int, list[str]]:
     """Seconds for one submit_many of n held jobs of ``shapes`` shapes, and the number of
-    sbatch calls it made (a PATH wrapper counts them)."""
+    sbatch calls it made (a PATH wrapper of the real ``sbatch`` counts them: looked up
+    once by the caller, as the wrapper left on PATH by an earlier burst would otherwise
+    be found and exec itself forever)."""
     counter = directory / f"sbatch-calls-{shapes}"
     wrappers = directory / "bin"
     wrappers.mkdir(exist_ok=True)
     wrapper = wrappers / "sbatch"
     wrapper.write_text(f'#!/bin/sh\necho >> "$HPCJOBS_BENCH_COUNTER"\n'
-                       f'exec {shutil.which("sbatch")} "$@"\n')
+                       f'exec {sbatch} "$@"\n')
     wrapper.chmod(0o755)
     path = os.environ["PATH"]
     os.environ["PATH"] = f"{wrappers}{os.pathsep}{path}"
@@ -182,7 +185,7 @@ def bursts(n: int, directory: Path) -> dict[str, Any]:
     for shapes, target in ((1, 20), (10, 10)):
         raw_s, raw_ids = raw_burst(n, shapes, directory, sbatch)
         cancel(raw_ids)
-        ours_s, calls, ids = hpcjobs_burst(n, shapes, directory)
+        ours_s, calls, ids = hpcjobs_burst(n, shapes, directory, sbatch)
         cancel(ids)
         key = f"burst_{shapes}_shape{'s' if shapes > 1 else ''}"
         out[key] = {"raw_s": round(raw_s, 3), "hpcjobs_s": round(ours_s, 3),

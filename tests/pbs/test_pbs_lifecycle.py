@@ -88,6 +88,19 @@ def test_cancel_a_running_job(executor: JobExecutor) -> None:
     assert status.exit_code == -15 and "cancelled: by" in (status.message or ""), status
 
 
+def test_output_is_in_place_while_the_job_runs(executor: JobExecutor, work_dir: Path) -> None:
+    # PBS would otherwise spool it on the node and copy it after the job ended, racing
+    # the exit code the job leaves in its directory (a wait() could return before it)
+    job = Job(JobSpec("/bin/sh", ["-c", "echo started; exec sleep 600"]))
+    executor.submit(job)
+    assert job.wait(timeout=WAIT, target_states=JobState.ACTIVE) is not None
+    output = work_dir / job.id / "batch.out"
+    wait_until(lambda: output.exists() and output.read_text() == "started\n",
+               "the running job's output in its batch.out")
+    job.cancel()
+    assert finished(job).state is JobState.CANCELED
+
+
 def test_a_job_that_can_never_run_fails_with_pbs_note(executor: JobExecutor) -> None:
     job = Job(JobSpec("/bin/true", resources=ResourceSpecV1(process_count=1,
                                                             cpu_cores_per_process=999)))

@@ -5,6 +5,7 @@
 #PBS -l walltime=0:10:00
 #PBS -o /home/user/.hpcjobs/work/batch/job-1/batch.out
 #PBS -j oe
+#PBS -k oed
 # The script records its own life in its job directory, so the client sees the job
 # start and end without asking the scheduler: "started" when it begins, "exitcode"
 # ("<status> <signal the script caught, or ->") when it ends, also after a SIGTERM

@@ -6,6 +6,7 @@
 #PBS -q R12.server
 #PBS -o /home/user/.hpcjobs/work/batch/job-1/batch.out
 #PBS -j oe
+#PBS -k oed
 # The script records its own life in its job directory, so the client sees the job
 # start and end without asking the scheduler: "started" when it begins, "exitcode"
 # ("<status> <signal the script caught, or ->") when it ends, also after a SIGTERM

@@ -8,6 +8,7 @@
 #PBS -A proj-1
 #PBS -o /home/user/.hpcjobs/work/batch/job-1/batch.out
 #PBS -j oe
+#PBS -k oed
 #PBS -W umask=022
 #PBS -W release_nodes_on_stageout=false
 # The script records its own life in its job directory, so the client sees the job
