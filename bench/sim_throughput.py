@@ -33,7 +33,7 @@ from collections import deque
 
 import zmq
 
-from hpcjobs.batsim_protocol.codecs import NAMES
+from hpcjobs.batsim_protocol.codecs import NAMES, get_codec
 from hpcjobs.batsim_protocol.events import Message, edc_hello, execute_job
 from hpcjobs.batsim_protocol.transports import Endpoint
 from hpcjobs.executors.batsim.decide import open_endpoint
@@ -173,7 +173,7 @@ def run(protocol: str, platform: str, workload: str, folder: str, redis_url: str
                            stderr=subprocess.DEVNULL if batsim else None)
     if channel is None:
         channel = open_endpoint(protocol, where, redis_url, 30.0)
-    messages = fcfs(channel, protocol == "batprotocol")
+    messages = fcfs(channel, get_codec(protocol).hello)
     code, peak_mb = _wait(sim)
     elapsed = time.perf_counter() - start
     # the simulator was reaped by _wait: its CPU time is in RUSAGE_CHILDREN now

@@ -10,6 +10,7 @@ import sys
 import time
 from typing import NoReturn
 
+from ..batsim_protocol.codecs import NAMES, get_codec
 from ..batsim_protocol.errors import ProtocolError
 from ..batsim_protocol.events import Message, simulation_error
 from ..batsim_protocol.platform import parse_platform
@@ -56,10 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="(not in Batsim) give up when a reply takes longer than this many "
                              "wall-clock seconds; 0 waits forever. Default %(default)s")
-    parser.add_argument("--protocol", choices=("json", "batprotocol", "legacy"), default="json",
+    parser.add_argument("--protocol", choices=NAMES, default="json",
                         help="(not in Batsim) the protocol generation: json (Batsim 3-4, default), "
-                             "batprotocol (Batsim 5) or legacy (Batsim < 1.0: -s is a Unix socket "
-                             "path, job data go to Redis, see --redis-url)")
+                             "batprotocol (Batsim 5, binary FlatBuffers), batprotocol_json (Batsim 5, "
+                             "the same messages as FlatBuffers JSON) or legacy (Batsim < 1.0: -s is "
+                             "a Unix socket path, job data go to Redis, see --redis-url)")
     parser.add_argument("--redis-url", help="(not in Batsim) with --protocol legacy: the Redis that "
                                             "receives the job data, e.g. unix:///run/redis.sock")
     parser.add_argument("--version", action="version", version=f"{BATSIM_VERSION} (hpcjobs.sim)")
@@ -106,13 +108,14 @@ def run(argv: list[str]) -> int:
         if args.protocol == "legacy":
             options = dataclasses.replace(options, forward_profiles=True)  # profile_<id> in Redis
         engine = None
+        hello_first = get_codec(args.protocol).hello  # Batsim 5: the decision process says hello
         try:
-            if args.protocol == "batprotocol":
+            if hello_first:
                 options = hello(channel, options)
             engine = Engine(platform, workloads, options)
             serve(engine, channel)
         except ProtocolError as exc:
-            if args.protocol == "batprotocol":
+            if hello_first:
                 # Batsim 5 tells the decision process why it stops
                 now = 0.0 if engine is None else engine.now
                 channel.farewell(Message(now, [simulation_error(now, str(exc))]))

@@ -5,7 +5,10 @@ into bytes and back; :func:`get_codec` finds it by the module's name, so adding 
 fourth wire format is adding one module here. Decoding validates the envelope
 (a finite ``now``; events with a finite ``timestamp``, a string ``type`` and a ``data``
 object) and raises :class:`..errors.ProtocolError` naming the offending field; the
-transport adds the protocol's name and the message's number.
+transport adds the protocol's name and the message's number. What the two ends do
+differently per generation is asked of the codec (``Codec.hello``), never of the
+protocol's name; only the legacy protocol's transport (a Unix socket, job data in
+Redis) is chosen by name.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ class Codec(Protocol):
 
     #: the protocol's name in error messages
     name: str
+    #: Batsim 5's opening: the decision process answers Batsim's first (empty) message
+    #: with an EDC hello, and Batsim says why it stops (SIMULATION_ERROR)
+    hello: bool
 
     def encode(self, message: Message) -> bytes:
         """The bytes of ``message``."""

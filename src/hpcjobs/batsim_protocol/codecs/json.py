@@ -18,6 +18,7 @@ class Codec:
     """Batsim's JSON protocol (the one Batsim 4 speaks over ZeroMQ)."""
 
     name = "JSON"
+    hello = False
 
     def __init__(self) -> None:
         # NaN and Infinity are not JSON: refuse to send them

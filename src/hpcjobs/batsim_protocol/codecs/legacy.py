@@ -97,6 +97,7 @@ class Codec:
     """Batsim's legacy text protocol."""
 
     name = "legacy"
+    hello = False
 
     def encode(self, message: Message) -> bytes:
         parts = [f"{VERSION}:{message.now!r}"]

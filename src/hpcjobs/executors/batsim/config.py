@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
+from ...batsim_protocol.codecs import NAMES
 from ...executor import JobExecutorConfig
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["BatsimExecutorConfig", "DEFAULT_HOSTS", "PROTOCOLS"]
 
 #: the protocols with dynamic jobs (the legacy one has none: see hpcjobs-schedule)
-PROTOCOLS = ("json", "batprotocol")
+PROTOCOLS = tuple(name for name in NAMES if name != "legacy")
 
 #: hosts of the platform written when neither ``platform`` nor ``hosts`` is given
 DEFAULT_HOSTS = 16
@@ -49,8 +50,9 @@ class BatsimExecutorConfig(JobExecutorConfig):
     ``export_prefix``: prefix of Batsim's output files (``<prefix>_jobs.csv``, ...);
     default ``<work directory>/<run>/out``.
     ``protocol``: the Batsim protocol generation to speak (:mod:`hpcjobs.batsim_protocol.codecs`):
-    ``"json"`` (Batsim 3-4) or ``"batprotocol"`` (Batsim 5; ``simulator="auto"`` then
-    means ``hpcjobs.sim``: give a Batsim 5 program's path to use one).
+    ``"json"`` (Batsim 3-4), ``"batprotocol"`` (Batsim 5) or ``"batprotocol_json"``
+    (Batsim 5's messages in FlatBuffers' JSON form); with Batsim 5 ``simulator="auto"``
+    means ``hpcjobs.sim``: give a Batsim 5 program's path to use one.
     ``endpoint``: the ZeroMQ endpoint; default an ``ipc://`` socket in a private
     (0700) directory.
     ``close_timeout``: wall-clock seconds ``close()`` lets the simulation run to its

@@ -23,7 +23,7 @@ from typing import Optional
 
 from ...batsim_protocol import events as protocol
 from ...batsim_protocol import redis_store
-from ...batsim_protocol.codecs import get_codec
+from ...batsim_protocol.codecs import NAMES, get_codec
 from ...batsim_protocol.errors import BatsimError, PeerGone, ProtocolError
 from ...batsim_protocol.events import Message
 from ...batsim_protocol.transports import Endpoint
@@ -96,8 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hpcjobs-schedule", description=__doc__.split("\n\n")[0])
     parser.add_argument("-s", "--socket-endpoint", default="tcp://*:28000",
                         help="where Batsim connects: tcp://... or ipc://... (default %(default)s)")
-    parser.add_argument("--protocol", choices=("json", "batprotocol", "legacy"), default="json",
-                        help="json (Batsim 3-4, default), batprotocol (Batsim 5) or legacy (Batsim < 1.0: "
+    parser.add_argument("--protocol", choices=NAMES, default="json",
+                        help="json (Batsim 3-4, default), batprotocol (Batsim 5; batprotocol_json: its JSON "
+                             "form) or legacy (Batsim < 1.0: "
                              "-s is Batsim's Unix socket path; job data come from --redis-url)")
     parser.add_argument("--redis-url", help="with --protocol legacy: the Redis Batsim writes job data to")
     parser.add_argument("--scheduler", default="fcfs",
@@ -117,7 +118,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         scheduler = schedulers.load(args.scheduler)
         endpoint = open_endpoint(args.protocol, args.socket_endpoint, args.redis_url, args.timeout or 30.0)
-        decide(endpoint, scheduler, args.protocol == "batprotocol", args.timeout)
+        decide(endpoint, scheduler, get_codec(args.protocol).hello, args.timeout)
         return 0
     except BatsimError as exc:
         print(f"hpcjobs-schedule: error: {exc}", file=sys.stderr)

@@ -68,7 +68,7 @@ class Session:
         self.jm = jm
         self._pacer = pacer
         self._cores = cores
-        self._hello = getattr(codec, "hello", False)  # batprotocol: say hello first
+        self._hello = codec.hello  # batprotocol: say hello first
         self._lock = threading.Lock()
         self._pace = threading.Condition(threading.Lock())
         self._client = ClientState()
