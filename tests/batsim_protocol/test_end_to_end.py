@@ -22,7 +22,7 @@ import pytest
 import zmq
 
 from hpcjobs import Job, JobAttributes, JobExecutor, JobSpec, JobState
-from hpcjobs.batsim_protocol.codecs import get_codec
+from hpcjobs.batsim_protocol.codecs import NAMES, get_codec
 from hpcjobs.batsim_protocol.events import Message, edc_hello
 from hpcjobs.executors.batsim import BatsimExecutorConfig
 
@@ -66,7 +66,7 @@ def _run(tmp_path: Path, protocol: str, simulator: list[str], scheduler: str = "
     return (tmp_path / f"{protocol}_jobs.csv").read_text()
 
 
-@pytest.fixture(params=["json", "batprotocol", "legacy"])
+@pytest.fixture(params=NAMES)
 def protocol(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -105,6 +105,8 @@ def test_real_batsim_4_2_1_gives_the_same_jobs(tmp_path: Path) -> None:
      "events[0].data"),
     ("json", b'{"now": 0, "events": ["\xff"]}', "message"),
     ("batprotocol", b"\x04\x00\x00\x00garbage!", "message"),
+    ("batprotocol_json", b'{"now": 0, "events": [{"event_type": "RejectJobEvent", "event": {"job": 1}}]}',
+     "events[0].event.job"),
 ])
 def test_a_broken_reply_ends_the_simulation_naming_where(tmp_path: Path, protocol: str, garbage: bytes,
                                                          field: str) -> None:
@@ -120,7 +122,7 @@ def test_a_broken_reply_ends_the_simulation_naming_where(tmp_path: Path, protoco
         assert sock.poll(30_000)
         first = codec.decode(sock.recv())
         number = 1  # the replies the simulator has received, this one included
-        if protocol == "batprotocol":
+        if codec.hello:
             sock.send(codec.encode(Message(first.now, [edc_hello(first.now)])))
             assert sock.poll(30_000)
             codec.decode(sock.recv())
@@ -130,7 +132,7 @@ def test_a_broken_reply_ends_the_simulation_naming_where(tmp_path: Path, protoco
         assert sim.returncode == 3
         assert f"{codec.name} protocol, message {number}, field" in err, err
         assert field in err and "Traceback" not in err, err
-        if protocol == "batprotocol":
+        if codec.hello:
             # Batsim 5 tells the decision process why it stops: a clean end for it too
             assert sock.poll(5_000)
             (event,) = codec.decode(sock.recv()).events
@@ -199,8 +201,10 @@ def _executor_run(tmp_path: Path, protocol: str) -> str:
     return Path(f"{prefix}_jobs.csv").read_text()
 
 
-def test_the_executor_gives_the_same_jobs_on_json_and_batprotocol(tmp_path: Path) -> None:
-    assert _executor_run(tmp_path, "batprotocol") == _executor_run(tmp_path, "json")
+def test_the_executor_gives_the_same_jobs_on_every_protocol_with_dynamic_jobs(tmp_path: Path) -> None:
+    reference = _executor_run(tmp_path, "json")
+    assert _executor_run(tmp_path, "batprotocol") == reference
+    assert _executor_run(tmp_path, "batprotocol_json") == reference
 
 
 def test_the_executor_refuses_the_legacy_protocol() -> None:

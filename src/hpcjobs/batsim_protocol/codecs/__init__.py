@@ -22,7 +22,7 @@ from ..events import Message
 __all__ = ["Codec", "get_codec", "NAMES"]
 
 #: the codecs that exist (module names); the first is the default
-NAMES = ("json", "batprotocol", "legacy")
+NAMES = ("json", "batprotocol", "batprotocol_json", "legacy")
 
 
 class Codec(Protocol):

@@ -5,13 +5,24 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 from ..errors import ProtocolError
 from ..events import NOT_JSON, Message
 
-__all__ = ["Codec"]
+__all__ = ["Codec", "parse"]
 
 _isfinite = math.isfinite
+
+
+def parse(raw: bytes) -> Any:
+    """The JSON value of ``raw``; ``ProtocolError`` if it is not UTF-8 JSON."""
+    try:
+        return json.loads(raw)
+    except UnicodeDecodeError as e:
+        raise ProtocolError(f"not UTF-8 at byte {e.start}", "message") from None
+    except ValueError as e:
+        raise ProtocolError(f"invalid JSON: {e}", "message") from None
 
 
 class Codec:
@@ -35,12 +46,7 @@ class Codec:
             raise ProtocolError(f"cannot encode the message: {e}") from None
 
     def decode(self, raw: bytes) -> Message:
-        try:
-            msg = json.loads(raw)
-        except UnicodeDecodeError as e:
-            raise ProtocolError(f"not UTF-8 at byte {e.start}", "message") from None
-        except ValueError as e:
-            raise ProtocolError(f"invalid JSON: {e}", "message") from None
+        msg = parse(raw)
         if not isinstance(msg, dict):
             raise ProtocolError("the message is not a JSON object", "message")
         now = msg.get("now")
