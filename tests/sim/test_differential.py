@@ -20,7 +20,12 @@ from pathlib import Path
 import pytest
 from differential import EMBEDDED, compare, make_case, run
 
-SEEDS = [1, 2, 4, 5, 9, 12, 13, 15, 20, 21, 22, 23, 25, 26]
+SEEDS = [1, 2, 4, 5, 9, 12, 13, 15, 20, 21, 22, 23, 25, 26,
+         # each disagreed until hpcjobs.sim did as Batsim: a killed job's progress written
+         # to the microsecond (6000035), Batsim's 1e-5 s run time for an empty parallel
+         # task (6000029), the stretch of a job killed as it started (6000007) or on a
+         # rounding tie (6000050) compared as Batsim's message times allow (docs/sim.md)
+         6000007, 6000029, 6000035, 6000050]
 
 
 @pytest.fixture(scope="module")

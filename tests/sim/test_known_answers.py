@@ -149,8 +149,42 @@ def test_kill_progress_simple_and_sequence(start_sim: Any, tmp_path: Path) -> No
 def test_kill_after_completion_has_no_progress(start_sim: Any, tmp_path: Path) -> None:
     _, events = run(start_sim, tmp_path, [job("a", "d1")], {"d1": {"type": "delay", "delay": 1}},
                     kill_at(3.0, {"w0!a": "0"}))
-    assert [e for e in events if e["type"] == "JOB_KILLED"] == [ev(3.0, "JOB_KILLED", job_ids=["w0!a"])]
+    # Batsim 4.2.1 sends job_progress even when it is empty (differential test)
+    assert [e for e in events if e["type"] == "JOB_KILLED"] == [ev(3.0, "JOB_KILLED", job_ids=["w0!a"],
+                                                                   job_progress={})]
     assert completions(events) == {"w0!a": (1.0, "COMPLETED_SUCCESSFULLY", 0)}
+
+
+def test_kill_progress_is_written_to_the_microsecond(start_sim: Any, tmp_path: Path) -> None:
+    """Batsim writes a progress as it writes times ("%f"): a third of a delay is 0.333333
+    (real Batsim 4.2.1, differential seed 6000035)."""
+    _, events = run(start_sim, tmp_path, [job("a", "d3")], {"d3": {"type": "delay", "delay": 3}},
+                    kill_at(1.0, {"w0!a": "0"}))
+    assert [e["data"]["job_progress"] for e in events if e["type"] == "JOB_KILLED"] == [
+        {"w0!a": {"profile_name": "d3", "progress": 0.333333}}]
+
+
+def test_a_run_in_no_time_lasts_epsilon_in_the_jobs_file(start_sim: Any, tmp_path: Path) -> None:
+    """A parallel task with nothing to do ends at once in the messages, but Batsim gives it
+    a run time of 1e-5 s ("computed in null time. Putting epsilon instead") in _jobs.csv;
+    a job killed as it starts keeps 0 (real Batsim 4.2.1, differential seed 6000029)."""
+    profiles = {"empty": {"type": "parallel", "cpu": [0], "com": [0]}, "d5": {"type": "delay", "delay": 5}}
+
+    def policy(msg: dict[str, Any]) -> tuple[float, list[Event]]:
+        now, out = msg["now"], []
+        for e in msg["events"]:
+            if e["type"] == "JOB_SUBMITTED":
+                jid = e["data"]["job_id"]
+                out.append(ev(now, "EXECUTE_JOB", job_id=jid, alloc={"w0!a": "0", "w0!b": "1"}[jid]))
+                if jid == "w0!b":
+                    out.append(ev(now, "KILL_JOB", job_ids=[jid]))
+        return now, out
+    sim, events = run(start_sim, tmp_path, [job("a", "empty", subtime=2), job("b", "d5", subtime=2)], profiles, policy)
+    assert completions(events)["w0!a"] == (2.0, "COMPLETED_SUCCESSFULLY", 0)
+    rows = {r["job_id"]: r for r in sim.jobs_csv()}
+    assert [rows["a"][k] for k in ("starting_time", "execution_time", "finish_time", "turnaround_time", "stretch")] == [
+        "2.000000", "0.000010", "2.000010", "0.000010", "1.000000"]
+    assert [rows["b"][k] for k in ("execution_time", "finish_time")] == ["0.000000", "2.000000"]
 
 
 def test_decision_time_delays_decisions(start_sim: Any, tmp_path: Path) -> None:

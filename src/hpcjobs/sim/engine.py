@@ -519,10 +519,8 @@ class Engine:
             elif job.state == SUBMITTED:
                 # never started: it ends killed, without progress (docs/sim.md)
                 self._finish(job, KILLED)
-        out: dict[str, Any] = {"job_ids": list(ids)}
-        if progress:
-            out["job_progress"] = progress
-        self._emit("JOB_KILLED", out)
+        # Batsim 4.2.1 always sends job_progress, empty when no listed job was running
+        self._emit("JOB_KILLED", {"job_ids": list(ids), "job_progress": progress})
 
     def _call_me_later(self, data: dict[str, Any]) -> None:
         if "period" in data:

@@ -12,7 +12,7 @@ import csv
 import math
 
 from . import BATSIM_VERSION
-from .engine import REJECTED, SUCCESS, Engine
+from .engine import KILLED, REJECTED, SUCCESS, Engine
 
 JOB_COLUMNS = ("job_id,workload_name,profile,submission_time,requested_number_of_resources,"
                "requested_time,success,final_state,starting_time,execution_time,finish_time,"
@@ -23,6 +23,8 @@ SCHEDULE_COLUMNS = ("batsim_version,consumed_joules,makespan,max_slowdown,max_tu
                     "nb_jobs_rejected,nb_jobs_success,nb_machine_switches,scheduling_time,"
                     "simulation_time,success_rate,time_computing,time_idle,time_sleeping,"
                     "time_switching_off,time_switching_on,time_unavailable")
+#: the run time Batsim gives a job that ran in no simulated time (not a killed one)
+NULL_TIME_RUNTIME = 1e-5
 
 
 def _quote(text: str) -> str:
@@ -51,17 +53,22 @@ def write_outputs(prefix: str, engine: Engine, scheduling_time: float, simulatio
                 out.write(f"{head},0,{REJECTED},,,,,,,,,{_quote(job.metadata)}\n")
                 continue
             execution = job.finish - job.start
+            if execution == 0 and job.state != KILLED:
+                # Batsim: "Job computed in null time. Putting epsilon instead." (its
+                # runtime becomes 1e-5 s; a killed job's does not: docs/sim.md)
+                execution = NULL_TIME_RUNTIME
+            finish = job.start + execution
             wait = job.start - spec.subtime
-            turnaround = job.finish - spec.subtime
+            turnaround = finish - spec.subtime
             stretch = turnaround / execution if execution > 0 else math.nan
             success = job.state == SUCCESS
             nb_success += success
             waits.append(wait)
             turnarounds.append(turnaround)
             stretches.append(stretch)
-            makespan = max(makespan, job.finish)
+            makespan = max(makespan, finish)
             out.write(f"{head},{int(success)},{job.state},{job.start:f},{execution:f},"
-                      f"{job.finish:f},{wait:f},{turnaround:f},{stretch:f},"
+                      f"{finish:f},{wait:f},{turnaround:f},{stretch:f},"
                       f"{job.alloc_text},{-1.0:f},{_quote(job.metadata)}\n")
     finished = len(engine.finished) - engine.nb_rejected
     nb_jobs = finished + engine.nb_rejected

@@ -112,7 +112,8 @@ class Execution:
         if profile.kind != "composed":
             duration = self.run(profile)[0]
             done = elapsed / duration if duration > 0 else 0.0
-            return {"profile_name": profile.name, "progress": min(max(done, 0.0), 1.0)}
+            # written to the microsecond, as Batsim does ("%f": 1/3 is 0.333333)
+            return {"profile_name": profile.name, "progress": float(f"{min(max(done, 0.0), 1.0):f}")}
         steps = [(name, self.run(self.lookup(name))[0]) for name in profile.seq]
         once = sum(duration for _, duration in steps)
         rounds = min(int(elapsed // once), profile.repeat - 1) if once > 0 else 0
