@@ -154,9 +154,9 @@ def _leaf(prof: dict[str, Any], res: int) -> float:
     if prof["type"] == "delay":
         return float(prof["delay"])
     if prof["type"] == "parallel":
-        return max(prof["cpu"]) / 1e9
+        return float(max(prof["cpu"])) / 1e9
     if prof["type"] == "parallel_homogeneous_total":
-        return prof["cpu"] / 1e9 / res
+        return float(prof["cpu"]) / 1e9 / res
     return float(prof["cpu"] / 1e9)
 
 
