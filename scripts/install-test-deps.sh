@@ -12,8 +12,9 @@ set -euo pipefail
 
 # libopenmpi-dev: mpicc and mpi.h, to build the MPI program the Flux tests run;
 # flatbuffers-compiler: flatc, to check the generated batprotocol code against its schema;
-# redis-server: the legacy Batsim protocol keeps its job data in Redis
-PKGS=(openmpi-bin libopenmpi-dev flatbuffers-compiler redis-server)
+# redis-server: the legacy Batsim protocol keeps its job data in Redis;
+# slurm-wlm-torque: Slurm's Torque-style qsub/qstat/qdel, which tests/torque drives
+PKGS=(openmpi-bin libopenmpi-dev flatbuffers-compiler redis-server slurm-wlm-torque)
 LOG=${TMPDIR:-/tmp}/hpcjobs-install-test-deps.log
 
 [ "$(id -u)" = 0 ] || { echo "install-test-deps: must run as root" >&2; exit 1; }

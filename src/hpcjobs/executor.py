@@ -115,7 +115,7 @@ class JobExecutor(ABC):
                      url: Optional[str] = None,
                      config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> "JobExecutor":
         """A new executor of the named kind (case-insensitive; aliases such as
-        ``torque`` -> ``pbs``), optionally checked against a PEP 440 version
+        ``pbspro`` -> ``pbs``), optionally checked against a PEP 440 version
         constraint such as ``">= 0.1"``."""
         cls = plugins.load("hpcjobs.executors", name)
         if not (isinstance(cls, type) and issubclass(cls, JobExecutor)):

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["load", "available", "register", "names", "check_version"]
 
 ALIASES = {
-    "hpcjobs.executors": {"pbspro": "pbs", "openpbs": "pbs", "torque": "pbs"},
+    "hpcjobs.executors": {"pbspro": "pbs", "openpbs": "pbs"},
 }
 
 

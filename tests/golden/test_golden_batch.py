@@ -1,4 +1,4 @@
-"""The rendered batch scripts (Slurm, PBS) of representative specs, pinned by golden
+"""The rendered batch scripts (Slurm, PBS, PBS's Torque flavour) of representative specs, pinned by golden
 files (golden/<backend>/<case>.sh) and checked by ``bash -n``. Regenerate after an intended change with HPCJOBS_UPDATE_GOLDEN=1 and
 review the diff."""
 
@@ -46,7 +46,9 @@ SPECS = {
 }
 
 
-BACKENDS = ["slurm", "pbs"]
+BACKENDS = ["slurm", "pbs", "torque"]
+#: cases a backend refuses or that are another's own
+NOT_FOR = {"srun": {"pbs", "torque"}, "reservation": {"torque"}}
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +63,7 @@ def rendered(executor: JobExecutor, spec: JobSpec) -> str:
 
 
 @pytest.mark.parametrize("backend, case", [(b, c) for b in BACKENDS for c in sorted(SPECS)
-                                            if c != "srun" or b == "slurm"])  # Slurm's own
+                                            if b not in NOT_FOR.get(c, ())])
 def test_rendered_script_matches_its_golden_file(backend: str, case: str) -> None:
     spec = SPECS[case]
     text = rendered(JobExecutor.get_instance(backend), spec)
@@ -82,3 +84,12 @@ def test_directive_values_sbatch_cannot_carry_are_refused(slurm: JobExecutor) ->
     ]:
         with pytest.raises(InvalidJobException, match=field.replace(".", r"\.")):
             slurm.render_script(JobSpec("/bin/true", attributes=attributes), JOB_DIR)  # type: ignore[attr-defined]
+
+
+def test_torque_refuses_a_reservation_and_a_shell_unsafe_work_directory(tmp_path: Path) -> None:
+    torque = JobExecutor.get_instance("torque")
+    with pytest.raises(InvalidJobException, match="reservation_id"):
+        torque.render_script(SPECS["reservation"], JOB_DIR)  # type: ignore[attr-defined]
+    unsafe = JobExecutor.get_instance("torque", config={"work_directory": tmp_path / "a b"})
+    with pytest.raises(InvalidJobException, match="through a shell"):
+        unsafe.render_script(SPECS["minimal"], JOB_DIR)  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from hpcjobs import JobState
-from hpcjobs.executors.pbs.executor import _native
+from hpcjobs.executors.pbs.status import native as _native
 from hpcjobs.final_status import Cause
 
 RAW = Path(__file__).resolve().parents[1] / "fixtures" / "openpbs-23.06" / "raw"

@@ -784,16 +784,22 @@ class BatchSchedulerExecutor(JobExecutor):
         """The scheduler's why, with the exit status: the script's record when it has
         one (the scheduler's figure is the shell's), else the scheduler's."""
         killed = "the job script was killed before it could record an exit code"
+        record = t.record
+        if t.cancelled and ns.cause is None and ns.state is not JobState.CANCELED and (
+                record is None or record.caught is not None):
+            # a script that finished records its exit code: one that did not, or was sent
+            # SIGTERM, after this client's cancel, when the scheduler names no other cause,
+            # was cancelled, whatever the scheduler calls it (PBS says "finished",
+            # Exit_status 0, when root deletes root's own job; Torque's C is every end)
+            started = t.job_dir is not None and t.job_dir.started() is not None
+            notes = ([f"the job script caught SIG{record.caught}"] if record else
+                     [killed] if started else [])
+            return ended(record.exit_code if record else None, ns.time, cause=Cause.CANCELED,
+                         metadata=ns.metadata, notes=notes,
+                         reason=f"requested by this client ({self.name} state "
+                                f"{ns.native_state} names no other cause)")
         if ns.state is JobState.COMPLETED:
-            if not (t.cancelled and t.record is None and t.job_dir is not None
-                    and t.job_dir.started() is not None):
-                return ns.status()
-            # a script that finished records its exit code: one killed without a record
-            # after this client's cancel was cancelled, whatever the scheduler calls it
-            # (PBS says "finished", Exit_status 0, when root deletes root's own job)
-            return ended(None, ns.time, cause=Cause.CANCELED, metadata=ns.metadata,
-                         reason=f"requested by this client ({self.name} reports it finished)",
-                         notes=[killed])
+            return ns.status()
         code = ns.exit_code
         notes = []
         if t.record is not None:

@@ -1,7 +1,11 @@
-"""The PBS backend (OpenPBS, PBS Professional): ``get_instance('pbs')`` (also ``pbspro``,
-``openpbs``), its state table and its template (``pbs.mustache``), over the shared batch
-machinery of :mod:`hpcjobs.executors.batch`."""
+"""The PBS backend (OpenPBS, PBS Professional, and Torque as a flavour):
+``get_instance('pbs')`` (also ``pbspro``, ``openpbs``) and ``get_instance('torque')``,
+its state tables and its template (``pbs.mustache``), over the shared batch machinery of
+:mod:`hpcjobs.executors.batch`."""
 
-from .executor import PBS_STATES, PBSConfig, PBSJobExecutor, pbs_exec_bin
+from .executor import PBSConfig, PBSJobExecutor, pbs_exec_bin
+from .status import PBS_STATES
+from .torque import TORQUE_STATES, TorqueJobExecutor
 
-__all__ = ["PBSJobExecutor", "PBSConfig", "PBS_STATES", "pbs_exec_bin"]
+__all__ = ["PBSJobExecutor", "PBSConfig", "PBS_STATES", "TORQUE_STATES", "TorqueJobExecutor",
+           "pbs_exec_bin"]

@@ -1,10 +1,11 @@
 """``PBSJobExecutor``: PSI/J jobs as PBS batch jobs (``get_instance('pbs')``).
 
 The backend of :class:`~hpcjobs.executors.batch.BatchSchedulerExecutor` for OpenPBS / PBS
-Professional: the template (pbs.mustache beside this module), the command lines (qsub,
-``qstat -f -F json -x``, qdel, qselect) and the table mapping PBS's job states to
-PSI/J's. docs/pbs.md describes the behaviour; PBS's own reference is the "PBS
-Professional Reference Guide" (qsub, qstat, "Job States", "Job Exit Status").
+Professional: the command lines (qsub, ``qstat -f -F json -x``, qdel, qselect) and the
+flavour's choice. The template is pbs.mustache beside this module (filled by
+directives.py), the state table is status.py's; the Torque flavour (torque.py) changes
+the command lines and the status parser. docs/pbs.md describes the behaviour; PBS's own
+reference is the "PBS Professional Reference Guide" (qsub, qstat).
 """
 
 from __future__ import annotations
@@ -13,84 +14,59 @@ import dataclasses
 import getpass
 import json
 import logging
-import math
 import os
 import re
-import time
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, ClassVar, Mapping, Optional, Sequence, Union
 
 from ... import external
 from ...errors import CommandError, InvalidJobException
+from ...executor import JobExecutorConfig
 from ...spec import JobSpec
-from ...final_status import Cause, shell_exit_code
-from ...state import JobState
 from ..batch import BatchConfig, BatchSchedulerExecutor, JobDir, NativeStatus
 from ..batch.arrays import ArrayDir
 from ..batch.script import directive_value, safe_job_name, walltime
+from .directives import custom, pbs_resources
+from .status import native
 
-__all__ = ["PBSConfig", "PBSJobExecutor", "PBS_STATES", "pbs_exec_bin"]
+__all__ = ["PBSConfig", "PBSJobExecutor", "pbs_exec_bin"]
 
 log = logging.getLogger(__name__)
 
-_Q, _A = JobState.QUEUED, JobState.ACTIVE
-
-#: job_state letters of jobs that have not ended (qstat(1B) "Job States"). Letters not
-#: listed (M: moved to another server) are logged and ignored.
-PBS_STATES: dict[str, JobState] = {
-    "Q": _Q,   # queued (also "Can Never Run", see _native)
-    "H": _Q,   # held (user hold, dependency)
-    "W": _Q,   # waiting for its qsub -a start time
-    "T": _Q,   # in transit between servers
-    "R": _A,   # running
-    "E": _A,   # exiting: ended, the MoM is cleaning up
-    "S": _A,   # suspended by the server
-    "U": _A,   # suspended because the workstation is busy
-    "B": _A,   # an array that has begun
-}
-#: substate of a finished (F) job -> its PSI/J state (absent or other: FAILED)
-_FINISHED = {91: JobState.CANCELED, 92: JobState.COMPLETED, 93: JobState.FAILED}
-#: Exit_status values PBS itself sets when it kills a job (JOB_EXEC_KILL_* in PBS's job.h)
-_PBS_KILLS: dict[int, tuple[Optional[Cause], str]] = {
-    -24: (None, "PBS killed it: cpu usage burst over ncpus (JOB_EXEC_KILL_NCPUS_BURST)"),
-    -25: (None, "PBS killed it: cpu usage over ncpus (JOB_EXEC_KILL_NCPUS_SUM)"),
-    -26: (Cause.OUT_OF_MEMORY, "PBS killed it at its vmem limit (JOB_EXEC_KILL_VMEM)"),
-    -27: (Cause.OUT_OF_MEMORY, "PBS killed it at its mem limit (JOB_EXEC_KILL_MEM)"),
-    -28: (None, "cpu time exceeded: PBS killed it at its cput limit (JOB_EXEC_KILL_CPUT)"),
-    -29: (Cause.WALLTIME, "PBS ended the job at its walltime limit (JOB_EXEC_KILL_WALLTIME)"),
-}
-_NEVER = "Can Never Run"
 _FEW = 20  # ids up to which qstat is asked about each (docs/pbs.md, Status)
 _NATIVE_ID = re.compile(r"[0-9]+(\[[0-9]*\])?(\.[A-Za-z0-9_.-]+)?\Z")
 # a subjob of an array: 123[4].server, of the array 123[].server
 _SUBJOB = re.compile(r"([0-9]+)\[([0-9]+)\](\.[A-Za-z0-9_.-]+)?\Z")
-_ATTRIBUTE = re.compile(r"[a-z][a-z0-9_]*\Z")
-# -W attributes that would break how hpcjobs submits and follows the job
-_RESERVED = {"block", "sandbox", "stagein", "stageout"}
-# advance (R), standing (S) and maintenance (M) reservation queues: R12 or R12.server
-_RESERVATION = re.compile(r"[RSM][0-9]+(\.[A-Za-z0-9_.-]+)?\Z")
-_TRANSIENT = ("Connection refused", "cannot connect to server", "Server busy",
-              "Communication failure", "End of File", "timed out", "Try again")
+# (lower case) a server unreachable or busy; the last two are sbatch's, through Slurm's
+# Torque-style qsub
+_TRANSIENT = ("connection refused", "cannot connect to", "server busy", "communication failure",
+              "end of file", "timed out", "try again", "unable to contact slurm controller")
 # qstat's per-id errors for ids it has no record of (any other stderr is a failure)
 _UNKNOWN = re.compile(r"^qstat: (Unknown Job Id|.* Job has finished)")
+FLAVOURS = ("openpbs", "torque")
 
 
 @dataclasses.dataclass
 class PBSConfig(BatchConfig):
-    """The batch settings plus ``bin_directory``: where qsub, qstat, qdel and qselect are.
+    """The batch settings plus ``bin_directory``: where qsub, qstat, qdel and qselect are,
+    and ``flavour``: ``"openpbs"`` (PBS Professional too) or ``"torque"``.
 
-    Unset, it is ``$PBS_EXEC/bin`` as ``PBS_CONF_FILE`` (default /etc/pbs.conf) names it,
-    else the commands are looked up in PATH (docs/pbs.md: a site with both PBS and Torque
-    commands installed).
+    Unset, ``bin_directory`` is ``$PBS_EXEC/bin`` as ``PBS_CONF_FILE`` (default
+    /etc/pbs.conf) names it, else the commands are looked up in PATH; ``flavour`` is
+    what ``get_instance`` was asked for (``torque``), else detected (docs/pbs.md: a site
+    with both PBS and Torque commands installed).
     """
 
     bin_directory: Optional[Path] = None
+    flavour: Optional[str] = None
 
 
 class PBSJobExecutor(BatchSchedulerExecutor):
     """Runs jobs through PBS (qsub/qstat/qdel), see the module docstring."""
 
     name = "pbs"
+    #: what this class runs (the Torque flavour is torque.TorqueJobExecutor)
+    flavour: ClassVar[str] = "openpbs"
     template = Path(__file__).with_name("pbs.mustache")
     config_class = PBSConfig
     config: PBSConfig
@@ -99,11 +75,29 @@ class PBSJobExecutor(BatchSchedulerExecutor):
     # base captures the environment in the job directory instead
     exports_environment = False
     # what PBS sets in the job (PBS_NODEFILE, PBS_JOBID, ..., its per-job TMPDIR)
-    scheduler_variables = ("PBS_", "TMPDIR", "ENVIRONMENT")
+    scheduler_variables: ClassVar[tuple[str, ...]] = ("PBS_", "TMPDIR", "ENVIRONMENT")
+    #: OpenPBS keeps finished jobs (qstat -x); the attribute holding qsub's arguments
+    has_history: ClassVar[bool] = True
+    submit_arguments: ClassVar[str] = "Submit_arguments"
+
+    def __new__(cls, url: Optional[str] = None,
+                config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> "PBSJobExecutor":
+        # get_instance('pbs') on a Torque site runs the Torque flavour (flavour_of)
+        settings = PBSConfig.coerce(config)
+        if cls is PBSJobExecutor and isinstance(settings, PBSConfig) and \
+                flavour_of(settings) == "torque":
+            from .torque import TorqueJobExecutor
+            cls = TorqueJobExecutor
+        return super().__new__(cls)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._bin = self.config.bin_directory or pbs_exec_bin()
+        if self.config.flavour not in (None, self.flavour):
+            raise ValueError(f"get_instance({self.name!r}) runs the {self.flavour} flavour, "
+                             f"not {self.config.flavour!r}: ask for 'pbs' with that flavour")
+        given = self.config.bin_directory
+        self._bin = Path(given) if given else (pbs_exec_bin() if self.flavour == "openpbs"
+                                               else None)
         self._user = getpass.getuser()
         self._array_limit_read: Optional[int] = None
 
@@ -118,31 +112,22 @@ class PBSJobExecutor(BatchSchedulerExecutor):
                                       "contains a ':', which PBS cannot use in an output path")
         # (the spec's other checks are _directives', run before anything is written)
 
+    def _resources(self, spec: JobSpec) -> dict[str, Any]:
+        """The flavour's resource and queue directives (directives.py)."""
+        return {**pbs_resources(spec), "direct_output": True}  # (Torque: no -k d)
+
     def _directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
         attrs = spec.attributes
-        queue = attrs.queue_name
-        if attrs.reservation_id is not None:
-            # a PBS reservation is a queue of its own (R123, S123), so it takes -q
-            if not _RESERVATION.match(attrs.reservation_id):
-                raise InvalidJobException(
-                    f"JobAttributes.reservation_id: {attrs.reservation_id!r} is not a PBS "
-                    "reservation id (R<n>, S<n> or M<n>, optionally .<server>)")
-            if queue is not None:
-                raise InvalidJobException(
-                    "JobAttributes.queue_name and reservation_id: a PBS job in a reservation "
-                    "runs in the reservation's queue, so it cannot also name a queue")
-            queue = attrs.reservation_id
-        select, place = _select(spec)
         return {
             "job_name": safe_job_name(spec, 236),  # PBS_MAXJOBNAME
-            "select": select,
-            "place": place,
+            # (the other flavour's lines stay out of pbs.mustache)
+            **dict.fromkeys(("select", "place", "nodes", "memory", "exclusive")),
+            **self._resources(spec),
             "walltime": walltime(attrs.duration),
-            "queue": directive_value("JobAttributes.queue_name", queue) if queue else None,
             "account": (directive_value("JobAttributes.project_name", attrs.project_name)
                         if attrs.project_name else None),
             "output": str(job_dir.batch_output),
-            "custom": _custom(spec),
+            "custom": custom(spec),
         }
 
     def _submit_command(self, job_dir: JobDir) -> list[str]:
@@ -157,7 +142,7 @@ class PBSJobExecutor(BatchSchedulerExecutor):
     def _find_submitted(self, job_dir: JobDir) -> Optional[str]:
         try:
             for native_id, job in self._qstat((), history=False).items():
-                if str(job_dir.script) in str(job.get("Submit_arguments", "")):
+                if str(job_dir.script) in str(job.get(self.submit_arguments, "")):
                     parts = self._array_parts(native_id)  # (an array: its own id)
                     return parts[0] if parts else native_id
         except CommandError as e:
@@ -165,12 +150,13 @@ class PBSJobExecutor(BatchSchedulerExecutor):
         return None
 
     def _is_transient(self, error: CommandError) -> bool:
-        return any(text in error.stderr for text in _TRANSIENT)
+        said = f"{error.stderr} {error.stdout}".lower()
+        return any(text in said for text in _TRANSIENT)
 
     # -- job arrays (batch/arrays.py) ---------------------------------------------------
     # "Job Arrays" in the OpenPBS User's Guide: qsub -J 0-N; subjob i of 123[].server
     # is 123[i].server; ^array_index^ in -o is the subjob's index; qstat -t lists subjobs
-    array_variables = ("PBS_ARRAY_ID", "PBS_ARRAY_INDEX")
+    array_variables: ClassVar[Optional[tuple[str, str]]] = ("PBS_ARRAY_ID", "PBS_ARRAY_INDEX")
     # (-o on qsub's command line overrides the first job's #PBS -o)
     per_job_directives = ("job_name", "output")
 
@@ -228,6 +214,10 @@ class PBSJobExecutor(BatchSchedulerExecutor):
             raise CommandError(result.argv, result.returncode, result.stdout, result.stderr)
         return jobs
 
+    def _native(self, native_id: str, record: dict[str, Any]) -> NativeStatus:
+        """One of ``_qstat``'s records in PSI/J terms (the flavour's state table)."""
+        return native(native_id, record)
+
     def _query_status(self, native_ids: Sequence[str]) -> dict[str, NativeStatus]:
         if len(native_ids) <= _FEW:
             jobs = self._qstat(native_ids)
@@ -240,7 +230,8 @@ class PBSJobExecutor(BatchSchedulerExecutor):
             # subjobs of one array: one request for the array (-t lists them all)
             arrays = (self._array_parts(i) for i in gone)
             asked = dict.fromkeys(a[0] if a else i for i, a in zip(gone, arrays))
-            jobs.update(self._qstat(list(asked)))
+            if asked and self.has_history:
+                jobs.update(self._qstat(list(asked)))
         found = {}
         for native_id in native_ids:
             # an id attached without its server part: PBS answers with the full one
@@ -248,7 +239,7 @@ class PBSJobExecutor(BatchSchedulerExecutor):
                 (j for k, j in jobs.items() if "." not in native_id
                  and k.split(".", 1)[0] == native_id), None)
             if job is not None:
-                found[native_id] = _native(native_id, job)
+                found[native_id] = self._native(native_id, job)
         return found
 
     def _describe_final(self, statuses: Sequence[NativeStatus]) -> None:
@@ -289,109 +280,20 @@ def pbs_exec_bin() -> Optional[Path]:
     return Path(m.group(1)) / "bin"
 
 
-def _select(spec: JobSpec) -> tuple[str, Optional[str]]:
-    """``-l select`` and ``-l place``: one chunk per node when the node count is known
-    (scattered), else one per process (where PBS likes)."""
-    res = spec.resources_v1
-    nodes = res.requested_node_count
-    per_chunk = res.computed_processes_per_node if nodes else 1
-    chunk = [str(nodes or res.computed_process_count),
-             f"ncpus={per_chunk * (res.cpu_cores_per_process or 1)}",
-             f"mpiprocs={per_chunk}"]
-    if res.gpu_cores_per_process:
-        chunk.append(f"ngpus={per_chunk * res.gpu_cores_per_process}")
-    if res.memory:
-        if not nodes:
-            raise InvalidJobException(
-                "ResourceSpecV1.memory is per node, but PBS places processes freely unless "
-                "node_count (or processes_per_node) is set: set one to give memory")
-        chunk.append(f"mem={math.ceil(res.memory / 1024)}kb")
-    place = ["scatter"] if nodes else []
-    if res.exclusive_node_use:
-        place.append("excl")
-    return ":".join(chunk), ":".join(place) or None
-
-
-def _custom(spec: JobSpec) -> list[dict[str, str]]:
-    """``pbs.<attribute>`` custom attributes as ``#PBS -W attribute=value`` lines:
-    None leaves one out, booleans are ``true``/``false``."""
-    out = []
-    for name, value in spec.attributes.custom_for("pbs").items():
-        field = f"JobAttributes.custom_attributes['pbs.{name}']"
-        if not _ATTRIBUTE.match(name):
-            raise InvalidJobException(f"{field}: {name!r} is not a PBS job attribute name "
-                                      "(lower-case letters, digits and '_')")
-        if name in _RESERVED:
-            raise InvalidJobException(f"{field}: -W {name} would change how hpcjobs runs "
-                                      "and follows the job")
-        if value is None:
-            continue
-        text = str(value).lower() if isinstance(value, bool) else str(value)
-        out.append({"attribute": f"{name}={directive_value(field, text)}"})
-    return out
-
-
-def _native(native_id: str, job: dict[str, Any]) -> NativeStatus:
-    """A ``qstat -f -F json`` record in PSI/J terms."""
-    letter = str(job.get("job_state", ""))
-    comment = str(job.get("comment", ""))
-    ns = NativeStatus(native_id, letter, PBS_STATES.get(letter),
-                      metadata={"native_state": letter})
-    if "exec_host" in job:
-        ns.metadata["nodes"] = str(job["exec_host"])
-    if letter in ("F", "X"):
-        return _finished(ns, job, comment)
-    if ns.state is JobState.QUEUED:
-        if comment.startswith(_NEVER):
-            # decided in docs/pbs.md: a user waits for an end, not for a job PBS will
-            # never run (as sbatch refuses one at submit time); _describe_final deletes it
-            ns.state = JobState.FAILED
-            ns.message = f"PBS says it can never run, so hpcjobs deleted it ({comment})"
-            return ns
-        if comment:
-            ns.metadata["reason_pending"] = comment
-        estimate = _timestamp(job.get("estimated", {}).get("start_time"))
-        if estimate is not None:
-            ns.metadata["t_estimate"] = estimate
-    return ns
-
-
-def _finished(ns: NativeStatus, job: dict[str, Any], comment: str) -> NativeStatus:
-    """A finished job: its substate says how, Exit_status (when there is one) with what
-    code or, negative, why PBS ended it."""
-    raw = job.get("Exit_status")
-    status = raw if isinstance(raw, int) else None
-    substate = job.get("substate")
-    ns.state = _FINISHED.get(substate if isinstance(substate, int) else 0, JobState.FAILED)
-    ns.time = _timestamp(job.get("obittime") or job.get("mtime"))
-    detail = f"PBS substate {substate}: {comment}" if comment else f"PBS substate {substate}"
-    if ns.state is JobState.COMPLETED and status is None:
-        ns.state = JobState.FAILED  # 92 without an exit status: it never ran (dependency)
-        ns.message = f"ended without running ({detail})"
-    elif ns.state is JobState.CANCELED:
-        # qdel: PBS's Exit_status is its own kill (271, or 0 for root's jobs), not the job's
-        ns.cause = Cause.CANCELED
-        who = re.search(r"terminated by (\S+)", comment)
-        ns.message = f"by {who.group(1)} ({detail})" if who else f"qdel ({detail})"
-    elif status is not None and status < 0:
-        ns.cause, why = _PBS_KILLS.get(status, (None, f"PBS ended the job (JOB_EXEC code "
-                                                      f"{status}, see the MoM's log)"))
-        ns.message = f"{why} ({detail})"
-    else:
-        ns.exit_code = _exit_code(status) if status is not None else None
-        ns.message = None if ns.state is JobState.COMPLETED else detail
-    return ns
-
-
-def _exit_code(status: int) -> int:
-    """PBS's Exit_status as a PSI/J exit code: 256+N when PBS's top process died of
-    signal N, 128+N when a shell reported its child's (INDEX.md, Exit_status)."""
-    return -(status - 256) if status > 256 else shell_exit_code(status)
-
-
-def _timestamp(text: Any) -> Optional[float]:
-    """PBS's local ``Mon Nov 23 13:17:42 2026`` as a POSIX time (None if not one)."""
+def flavour_of(config: PBSConfig) -> str:
+    """The configured flavour, else OpenPBS when its configuration file names its
+    commands (no command run), else what ``qstat --version`` says: OpenPBS and PBS
+    Professional print ``pbs_version = ...``, Torque ``Version: ...``, Slurm's
+    Torque-style wrapper refuses the option (docs/pbs.md, Flavours)."""
+    if config.flavour is not None:
+        if config.flavour not in FLAVOURS:
+            raise ValueError(f"PBSConfig.flavour: {config.flavour!r} is not one of {FLAVOURS}")
+        return config.flavour
+    if config.bin_directory is None and pbs_exec_bin() is not None:
+        return "openpbs"
+    qstat = str(Path(config.bin_directory, "qstat")) if config.bin_directory else "qstat"
     try:
-        return time.mktime(time.strptime(str(text), "%a %b %d %H:%M:%S %Y"))
-    except ValueError:
-        return None
+        result = external.run([qstat, "--version"], timeout=config.command_timeout, check=False)
+    except CommandError:
+        return "openpbs"  # no qstat to ask: the first command will say so
+    return "openpbs" if "pbs_version" in result.stdout + result.stderr else "torque"

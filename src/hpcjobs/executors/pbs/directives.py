@@ -1,0 +1,103 @@
+"""What a job spec becomes in ``#PBS`` lines (pbs.mustache), for OpenPBS and for Torque.
+
+Both flavours share the name, walltime, account, output and ``-W`` lines; they differ
+in how resources are asked for (OpenPBS: ``-l select``/``-l place``; Torque:
+``-l nodes=N:ppn=P``, ``-l mem``, ``-n``) and in reservations (an OpenPBS reservation is
+a queue; Torque has none of its own). docs/pbs.md has the tables.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Optional
+
+from ...errors import InvalidJobException
+from ...spec import JobSpec
+from ..batch.script import directive_value
+
+__all__ = ["custom", "pbs_resources", "torque_resources"]
+
+_ATTRIBUTE = re.compile(r"[a-z][a-z0-9_]*\Z")
+# -W attributes that would break how hpcjobs submits and follows the job
+_RESERVED = {"block", "sandbox", "stagein", "stageout"}
+# advance (R), standing (S) and maintenance (M) reservation queues: R12 or R12.server
+_RESERVATION = re.compile(r"[RSM][0-9]+(\.[A-Za-z0-9_.-]+)?\Z")
+
+
+def _queue(queue: Optional[str]) -> dict[str, Any]:
+    return {"queue": directive_value("JobAttributes.queue_name", queue) if queue else None}
+
+
+def pbs_resources(spec: JobSpec) -> dict[str, Any]:
+    """``-l select`` and ``-l place``: one chunk per node when the node count is known
+    (scattered), else one per process (where PBS likes); ``-q`` (a reservation is a
+    queue of its own: R123, S123)."""
+    attrs = spec.attributes
+    queue = attrs.queue_name
+    if attrs.reservation_id is not None:
+        if not _RESERVATION.match(attrs.reservation_id):
+            raise InvalidJobException(
+                f"JobAttributes.reservation_id: {attrs.reservation_id!r} is not a PBS "
+                "reservation id (R<n>, S<n> or M<n>, optionally .<server>)")
+        if queue is not None:
+            raise InvalidJobException(
+                "JobAttributes.queue_name and reservation_id: a PBS job in a reservation "
+                "runs in the reservation's queue, so it cannot also name a queue")
+        queue = attrs.reservation_id
+    res = spec.resources_v1
+    nodes = res.requested_node_count
+    per_chunk = res.computed_processes_per_node if nodes else 1
+    chunk = [str(nodes or res.computed_process_count),
+             f"ncpus={per_chunk * (res.cpu_cores_per_process or 1)}",
+             f"mpiprocs={per_chunk}"]
+    if res.gpu_cores_per_process:
+        chunk.append(f"ngpus={per_chunk * res.gpu_cores_per_process}")
+    if res.memory:
+        if not nodes:
+            raise InvalidJobException(
+                "ResourceSpecV1.memory is per node, but PBS places processes freely unless "
+                "node_count (or processes_per_node) is set: set one to give memory")
+        chunk.append(f"mem={math.ceil(res.memory / 1024)}kb")
+    place = ["scatter"] if nodes else []
+    if res.exclusive_node_use:
+        place.append("excl")
+    return {"select": ":".join(chunk), "place": ":".join(place) or None,
+            **_queue(queue)}
+
+
+def torque_resources(spec: JobSpec) -> dict[str, Any]:
+    """``-l nodes=N:ppn=P[:gpus=G]`` (one node when no count is given, as psij-python's
+    Torque template does), ``-l mem`` (Torque's is the job's total: per node times
+    nodes), ``-n`` (node-exclusive), ``-q``."""
+    if spec.attributes.reservation_id is not None:
+        raise InvalidJobException(
+            "JobAttributes.reservation_id: Torque has no reservations of its own (a "
+            "Moab/Maui reservation can be named with custom_attributes['pbs.x'])")
+    res = spec.resources_v1
+    nodes, ppn = res.computed_node_count, res.computed_processes_per_node
+    spec_nodes = f"{nodes}:ppn={ppn * (res.cpu_cores_per_process or 1)}"
+    if res.gpu_cores_per_process:
+        spec_nodes += f":gpus={ppn * res.gpu_cores_per_process}"
+    memory = f"{math.ceil(res.memory * nodes / 1024)}kb" if res.memory else None
+    return {"nodes": spec_nodes, "memory": memory, "exclusive": res.exclusive_node_use,
+            "direct_output": False, **_queue(spec.attributes.queue_name)}
+
+
+def custom(spec: JobSpec) -> list[dict[str, str]]:
+    """``pbs.<attribute>`` custom attributes as ``#PBS -W attribute=value`` lines:
+    None leaves one out, booleans are ``true``/``false``."""
+    out = []
+    for name, value in spec.attributes.custom_for("pbs").items():
+        field = f"JobAttributes.custom_attributes['pbs.{name}']"
+        if not _ATTRIBUTE.match(name):
+            raise InvalidJobException(f"{field}: {name!r} is not a PBS job attribute name "
+                                      "(lower-case letters, digits and '_')")
+        if name in _RESERVED:
+            raise InvalidJobException(f"{field}: -W {name} would change how hpcjobs runs "
+                                      "and follows the job")
+        if value is None:
+            continue
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        out.append({"attribute": f"{name}={directive_value(field, text)}"})
+    return out

@@ -1,0 +1,113 @@
+"""What OpenPBS's ``qstat -f -F json`` says about a job, in PSI/J terms: the state table,
+the finished substates and PBS's own negative ``Exit_status`` values.
+
+PBS's reference: the "PBS Professional Reference Guide" (qstat, "Job States", "Job Exit
+Status"); tests/fixtures/openpbs-23.06/INDEX.md records what the real server printed.
+The Torque flavour (torque.py) shares :func:`exit_code` and :func:`timestamp`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any, Optional
+
+from ...final_status import Cause, shell_exit_code
+from ...state import JobState
+from ..batch import NativeStatus
+
+__all__ = ["PBS_STATES", "exit_code", "native", "timestamp"]
+
+_Q, _A = JobState.QUEUED, JobState.ACTIVE
+
+#: job_state letters of jobs that have not ended (qstat(1B) "Job States"). Letters not
+#: listed (M: moved to another server) are logged and ignored.
+PBS_STATES: dict[str, JobState] = {
+    "Q": _Q,   # queued (also "Can Never Run", see native)
+    "H": _Q,   # held (user hold, dependency)
+    "W": _Q,   # waiting for its qsub -a start time
+    "T": _Q,   # in transit between servers
+    "R": _A,   # running
+    "E": _A,   # exiting: ended, the MoM is cleaning up
+    "S": _A,   # suspended by the server
+    "U": _A,   # suspended because the workstation is busy
+    "B": _A,   # an array that has begun
+}
+#: substate of a finished (F) job -> its PSI/J state (absent or other: FAILED)
+_FINISHED = {91: JobState.CANCELED, 92: JobState.COMPLETED, 93: JobState.FAILED}
+#: Exit_status values PBS itself sets when it kills a job (JOB_EXEC_KILL_* in PBS's job.h)
+_PBS_KILLS: dict[int, tuple[Optional[Cause], str]] = {
+    -24: (None, "PBS killed it: cpu usage burst over ncpus (JOB_EXEC_KILL_NCPUS_BURST)"),
+    -25: (None, "PBS killed it: cpu usage over ncpus (JOB_EXEC_KILL_NCPUS_SUM)"),
+    -26: (Cause.OUT_OF_MEMORY, "PBS killed it at its vmem limit (JOB_EXEC_KILL_VMEM)"),
+    -27: (Cause.OUT_OF_MEMORY, "PBS killed it at its mem limit (JOB_EXEC_KILL_MEM)"),
+    -28: (None, "cpu time exceeded: PBS killed it at its cput limit (JOB_EXEC_KILL_CPUT)"),
+    -29: (Cause.WALLTIME, "PBS ended the job at its walltime limit (JOB_EXEC_KILL_WALLTIME)"),
+}
+_NEVER = "Can Never Run"
+
+
+def native(native_id: str, job: dict[str, Any]) -> NativeStatus:
+    """A ``qstat -f -F json`` record in PSI/J terms."""
+    letter = str(job.get("job_state", ""))
+    comment = str(job.get("comment", ""))
+    ns = NativeStatus(native_id, letter, PBS_STATES.get(letter),
+                      metadata={"native_state": letter})
+    if "exec_host" in job:
+        ns.metadata["nodes"] = str(job["exec_host"])
+    if letter in ("F", "X"):
+        return _finished(ns, job, comment)
+    if ns.state is JobState.QUEUED:
+        if comment.startswith(_NEVER):
+            # decided in docs/pbs.md: a user waits for an end, not for a job PBS will
+            # never run (as sbatch refuses one at submit time); the executor deletes it
+            ns.state = JobState.FAILED
+            ns.message = f"PBS says it can never run, so hpcjobs deleted it ({comment})"
+            return ns
+        if comment:
+            ns.metadata["reason_pending"] = comment
+        estimate = timestamp(job.get("estimated", {}).get("start_time"))
+        if estimate is not None:
+            ns.metadata["t_estimate"] = estimate
+    return ns
+
+
+def _finished(ns: NativeStatus, job: dict[str, Any], comment: str) -> NativeStatus:
+    """A finished job: its substate says how, Exit_status (when there is one) with what
+    code or, negative, why PBS ended it."""
+    raw = job.get("Exit_status")
+    status = raw if isinstance(raw, int) else None
+    substate = job.get("substate")
+    ns.state = _FINISHED.get(substate if isinstance(substate, int) else 0, JobState.FAILED)
+    ns.time = timestamp(job.get("obittime") or job.get("mtime"))
+    detail = f"PBS substate {substate}: {comment}" if comment else f"PBS substate {substate}"
+    if ns.state is JobState.COMPLETED and status is None:
+        ns.state = JobState.FAILED  # 92 without an exit status: it never ran (dependency)
+        ns.message = f"ended without running ({detail})"
+    elif ns.state is JobState.CANCELED:
+        # qdel: PBS's Exit_status is its own kill (271, or 0 for root's jobs), not the job's
+        ns.cause = Cause.CANCELED
+        who = re.search(r"terminated by (\S+)", comment)
+        ns.message = f"by {who.group(1)} ({detail})" if who else f"qdel ({detail})"
+    elif status is not None and status < 0:
+        ns.cause, why = _PBS_KILLS.get(status, (None, f"PBS ended the job (JOB_EXEC code "
+                                                      f"{status}, see the MoM's log)"))
+        ns.message = f"{why} ({detail})"
+    else:
+        ns.exit_code = exit_code(status) if status is not None else None
+        ns.message = None if ns.state is JobState.COMPLETED else detail
+    return ns
+
+
+def exit_code(status: int) -> int:
+    """PBS's (and Torque's) exit status as a PSI/J exit code: 256+N when the top process
+    died of signal N, 128+N when a shell reported its child's (INDEX.md, Exit_status)."""
+    return -(status - 256) if status > 256 else shell_exit_code(status)
+
+
+def timestamp(text: Any) -> Optional[float]:
+    """PBS's local ``Mon Nov 23 13:17:42 2026`` as a POSIX time (None if not one)."""
+    try:
+        return time.mktime(time.strptime(str(text), "%a %b %d %H:%M:%S %Y"))
+    except ValueError:
+        return None

@@ -1,0 +1,157 @@
+"""The Torque flavour of the PBS backend (``get_instance('torque')``, or ``'pbs'`` with
+``flavour='torque'`` or on a host whose ``qstat`` is not OpenPBS's).
+
+Where Torque differs from OpenPBS (docs/pbs.md, "Torque"): ``qstat -f`` prints text, not
+JSON; there is no ``-x`` (finished jobs stay as ``C`` for the server's keep_completed
+time, then are forgotten); ``C`` is every end, the exit status (when shown) is
+``exit_status``; resources are ``-l nodes=N:ppn=P``; there is no qselect in Slurm's
+Torque-style wrappers (Debian's slurm-wlm-torque), which also show no exit status at
+all: the job's own exit-code file is then the only witness. Torque's reference: the
+Torque Administrator Guide (qsub, qstat, "Job Exit Status").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar, Optional, Sequence
+
+from ... import external
+from ...errors import CommandError, InvalidJobException
+from ...final_status import Cause
+from ...spec import JobSpec
+from ...state import JobState
+from ..batch import JobDir, NativeStatus
+from .directives import torque_resources
+from .executor import PBSJobExecutor
+from .status import exit_code, timestamp
+
+__all__ = ["TORQUE_STATES", "TorqueJobExecutor", "parse_qstat_f", "torque_native"]
+
+_Q, _A = JobState.QUEUED, JobState.ACTIVE
+
+#: job_state letters (qstat(1) "job state"); C, every end, is decided by torque_native.
+#: Others (the wrappers' U: a Slurm state they do not map) are logged and ignored.
+TORQUE_STATES: dict[str, JobState] = {
+    "Q": _Q, "H": _Q, "W": _Q, "T": _Q,  # queued, held, waiting (-a), in transit
+    "R": _A, "E": _A, "S": _A,  # running, exiting, suspended
+    "C": JobState.FAILED,  # completed (how: exit_status, when shown)
+}
+#: exit_status values Torque sets itself (JOB_EXEC_* in Torque's job.h, "Job Exit Status")
+_TORQUE_KILLS: dict[int, tuple[Optional[Cause], str]] = {
+    -10: (Cause.OUT_OF_MEMORY, "Torque killed it over a memory limit (JOB_EXEC_OVERLIMIT_MEM)"),
+    -11: (Cause.WALLTIME, "Torque ended the job at its walltime limit (JOB_EXEC_OVERLIMIT_WT)"),
+    -12: (None, "cpu time exceeded: Torque killed it (JOB_EXEC_OVERLIMIT_CPUT)"),
+}
+_HEADER = re.compile(r"Job Id:\s*(\S+)\s*\Z")
+_ATTRIBUTE = re.compile(r"\s+([A-Za-z_][A-Za-z0-9_.]*) = (.*)\Z")
+# the per-id error of a real Torque's qstat (the wrappers say nothing, exit 153)
+_UNKNOWN = re.compile(r"Unknown Job Id")
+# Slurm's qsub wrapper runs sbatch through a shell with -o and the script path unquoted
+_SHELL_SAFE = re.compile(r"[A-Za-z0-9_@%+=,./-]+\Z")
+
+
+class TorqueJobExecutor(PBSJobExecutor):
+    """Runs jobs through Torque's qsub/qstat/qdel, see the module docstring."""
+
+    name = "torque"
+    flavour = "torque"
+    # Slurm's Torque-style wrappers run the job under Slurm, whose SLURM_* variables a
+    # captured environment must not override either
+    scheduler_variables = ("PBS_", "TMPDIR", "ENVIRONMENT", "SLURM_")
+    has_history = False
+    submit_arguments = "submit_args"
+    # Torque's arrays (qsub -t, ids 123[4], PBS_ARRAYID) are not OpenPBS's and the
+    # wrappers make Slurm arrays of them: every job is submitted alone
+    array_variables = None
+
+    def _validate(self, spec: JobSpec) -> None:
+        super()._validate(spec)
+        if not _SHELL_SAFE.match(str(self.work_directory)):
+            raise InvalidJobException(
+                f"the executor's work_directory {str(self.work_directory)!r} has characters "
+                "Slurm's Torque-style qsub would pass through a shell unquoted (use letters, "
+                "digits and _@%+=,./-)")
+
+    def _resources(self, spec: JobSpec) -> dict[str, Any]:
+        return torque_resources(spec)
+
+    def _submit_command(self, job_dir: JobDir) -> list[str]:
+        # -o/-j on the command line too: Slurm's qsub wrapper passes sbatch its own
+        # -o/-e (job.sh.o<id>) unless given them, and those override the #PBS lines
+        return self._command("qsub", "-o", str(job_dir.batch_output), "-j", "oe",
+                             str(job_dir.script))
+
+    def _qstat(self, native_ids: Sequence[str], history: bool = True) -> dict[str, Any]:
+        """``qstat -f <ids>`` (no ids: every job the server shows), parsed; Torque exits
+        153 (PBSE_UNKJOBID) when an id is unknown, saying so on stderr (the wrappers
+        say nothing)."""
+        result = external.run(self._command("qstat", "-f", *native_ids),
+                              timeout=self.config.command_timeout, check=False)
+        errors = [line for line in result.stderr.splitlines()
+                  if line.strip() and not _UNKNOWN.search(line)]
+        if errors or result.returncode not in (0, 153):
+            raise CommandError(result.argv, result.returncode, result.stdout, result.stderr)
+        return parse_qstat_f(result.stdout)
+
+    def _native(self, native_id: str, record: dict[str, Any]) -> NativeStatus:
+        return torque_native(native_id, record)
+
+    def _record_grace(self) -> float:
+        # Torque's kill_delay (default 2 s) between SIGTERM and SIGKILL; the wrappers'
+        # qdel sends SIGKILL at once (no record will come)
+        return 5.0
+
+    def _list_ids(self) -> list[str]:
+        # (the wrappers have no qselect)
+        return [native_id for native_id, job in self._qstat(()).items()
+                if str(job.get("Job_Owner", "")).split("@")[0] == self._user
+                and job.get("job_state") != "C"]
+
+
+def parse_qstat_f(text: str) -> dict[str, dict[str, str]]:
+    """``qstat -f`` text: ``Job Id: <id>`` then ``<indent>name = value`` lines, a long
+    value continued on lines of its own (Torque wraps them, starting with a tab)."""
+    jobs: dict[str, dict[str, str]] = {}
+    job: Optional[dict[str, str]] = None
+    name: Optional[str] = None
+    for line in text.splitlines():
+        header = _HEADER.match(line)
+        attribute = _ATTRIBUTE.match(line)
+        if header:
+            job, name = jobs.setdefault(header.group(1), {}), None
+        elif job is not None and attribute:
+            name = attribute.group(1)
+            job[name] = attribute.group(2)
+        elif job is not None and name is not None and line.strip():
+            job[name] += line.strip()
+        else:
+            name = None  # (a blank line ends a record)
+    return jobs
+
+
+def torque_native(native_id: str, job: dict[str, str]) -> NativeStatus:
+    """A ``qstat -f`` record in PSI/J terms. A ``C`` job without ``exit_status`` (the
+    wrappers never show one) is FAILED saying so: its exit-code file, which the batch
+    base reads first, decides when there is one."""
+    letter = job.get("job_state", "")
+    ns = NativeStatus(native_id, letter, TORQUE_STATES.get(letter),
+                      metadata={"native_state": letter})
+    if "exec_host" in job:
+        ns.metadata["nodes"] = job["exec_host"]
+    if letter != "C":
+        return ns
+    # Torque's comp_time is in seconds since the epoch (the wrappers have none)
+    done = job.get("comp_time", "")
+    ns.time = float(done) if done.isdigit() else timestamp(done)
+    raw = job.get("exit_status", "")
+    status = int(raw) if re.fullmatch(r"-?[0-9]+", raw) else None
+    if status is None:
+        ns.message = "Torque shows it ended (C) with no exit status"
+    elif status < 0:
+        ns.cause, why = _TORQUE_KILLS.get(status, (None, f"Torque ended the job (JOB_EXEC "
+                                                         f"code {status}, see the MoM's log)"))
+        ns.message = f"{why} (exit_status {status})"
+    else:
+        ns.exit_code = exit_code(status)
+        ns.state = JobState.COMPLETED if status == 0 else JobState.FAILED
+    return ns
