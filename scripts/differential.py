@@ -4,7 +4,8 @@
     scripts/differential.py [--seeds N] [--first SEED] [--batsim PROGRAM] [--stop]
 
 Cases and comparison: tests/sim/differential.py. Prints one line per disagreement and a
-final JSON summary line; exits 1 if any case disagreed. Needs a real ``batsim`` (PATH or
+final JSON summary line (also on Ctrl-C: the seeds run so far); exits 1 if any case
+disagreed or the run was interrupted. Needs a real ``batsim`` (PATH or
 --batsim; scripts/test.sh installs one when the project's real-systems builds are at hand).
 """
 
@@ -36,23 +37,29 @@ def main() -> int:
         parser.error(f"no {args.batsim!r} program (install the real Batsim 4.2.1)")
     first = args.first if args.first is not None else random.randrange(10**9)
     bad = []
+    done = 0
+    interrupted = False
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="hpcjobs-differential-") as tmp:
-        for seed in range(first, first + args.seeds):
-            case = make_case(seed)
-            real = run(case, [batsim], Path(tmp) / f"{seed}-batsim")
-            ours = run(case, EMBEDDED, Path(tmp) / f"{seed}-sim")
-            diff = compare(real, ours)
-            if diff is not None:
-                bad.append(seed)
-                print(f"seed {seed}: {diff}", flush=True)
-                if args.stop:
-                    break
-            shutil.rmtree(Path(tmp) / f"{seed}-batsim", ignore_errors=True)
-            shutil.rmtree(Path(tmp) / f"{seed}-sim", ignore_errors=True)
-    print(json.dumps({"first_seed": first, "seeds": args.seeds, "disagreements": len(bad),
+        try:
+            for seed in range(first, first + args.seeds):
+                case = make_case(seed)
+                real = run(case, [batsim], Path(tmp) / f"{seed}-batsim")
+                ours = run(case, EMBEDDED, Path(tmp) / f"{seed}-sim")
+                diff = compare(real, ours)
+                done += 1
+                if diff is not None:
+                    bad.append(seed)
+                    print(f"seed {seed}: {diff}", flush=True)
+                    if args.stop:
+                        break
+                shutil.rmtree(Path(tmp) / f"{seed}-batsim", ignore_errors=True)
+                shutil.rmtree(Path(tmp) / f"{seed}-sim", ignore_errors=True)
+        except KeyboardInterrupt:
+            interrupted = True  # Ctrl-C (or SIGINT): the summary of the seeds run so far
+    print(json.dumps({"first_seed": first, "seeds": done, "interrupted": interrupted, "disagreements": len(bad),
                       "disagreeing_seeds": bad[:50], "seconds": round(time.monotonic() - started, 1)}))
-    return 1 if bad else 0
+    return 1 if bad or interrupted else 0
 
 
 if __name__ == "__main__":
