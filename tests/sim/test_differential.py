@@ -18,14 +18,17 @@ import shutil
 from pathlib import Path
 
 import pytest
-from differential import EMBEDDED, compare, make_case, run
+from differential import EMBEDDED, compare, make_case, run, walltime_ties
 
 SEEDS = [1, 2, 4, 5, 9, 12, 13, 15, 20, 21, 22, 23, 25, 26,
          # each disagreed until hpcjobs.sim did as Batsim: a killed job's progress written
          # to the microsecond (6000035), Batsim's 1e-5 s run time for an empty parallel
          # task (6000029), the stretch of a job killed as it started (6000007) or on a
          # rounding tie (6000050) compared as Batsim's message times allow (docs/sim.md)
-         6000007, 6000029, 6000035, 6000050]
+         6000007, 6000029, 6000035, 6000050,
+         # a parallel task ends exactly at its job's walltime (static 6000039, dynamic
+         # 6000071): Batsim ends it either way (walltime_ties)
+         6000039, 6000071]
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +59,17 @@ def test_the_seeds_cover_the_generator_features() -> None:
     assert any(c.dynamic and c.acks for c in cases) and any(c.dynamic and not c.acks for c in cases)
     assert all(any(getattr(c, p) > 0 for c in cases) for p in ("p_delay", "p_kill", "p_reject", "p_call"))
     assert any(p.get("ret") for c in cases for p in c.workload["profiles"].values())
+
+
+def test_walltime_ties_are_the_parallel_tasks_ending_at_their_walltime() -> None:
+    assert walltime_ties(make_case(6000039)) == {"w0!j2"}
+    assert walltime_ties(make_case(6000071)) == {"dyn!2"}
+    # a delay step ending at the walltime is no tie: Batsim always kills the job
+    # (docs/sim.md); seed 4's job j0 is one, a 4 s delay with a walltime of 4 s
+    case = make_case(4)
+    assert [(j["walltime"], case.workload["profiles"][j["profile"]]) for j in case.workload["jobs"]
+            if j["id"] == "j0"] == [(4.0, {"type": "delay", "delay": 4, "ret": 1})]
+    assert walltime_ties(case) == set()
 
 
 D1 = {"type": "delay", "delay": 1}
