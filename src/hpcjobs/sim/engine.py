@@ -185,8 +185,7 @@ class Engine:
             "workloads": {wl.name: wl.path for wl in self.workloads},
             # Batsim lists each workload's profiles in reverse file order, and only those
             # its jobs use (directly or in a composed profile): it drops the others at load
-            "profiles": {wl.name: {name: raw for name, raw in reversed(list(wl.raw_profiles.items()))
-                                   if name in wl.used_profiles()} for wl in self.workloads},
+            "profiles": {wl.name: _used_in_reverse(wl) for wl in self.workloads},
         }
         if not opts.forward_profiles_on_begins:
             del data["profiles"]
@@ -666,3 +665,10 @@ class Engine:
         self._emit("ANSWER", {"consumed_energy": None,
                               "error": "consumed_energy: the energy model is not enabled "
                                        "(hpcjobs.sim has no energy model; Batsim needs -E)"})
+
+
+def _used_in_reverse(wl: Workload) -> dict[str, Any]:
+    """The raw profiles ``wl``'s jobs use (directly or in a composed profile), in reverse
+    file order: what Batsim lists in SIMULATION_BEGINS (it drops the others at load)."""
+    used = wl.used_profiles()  # once: it walks every job
+    return {name: raw for name, raw in reversed(list(wl.raw_profiles.items())) if name in used}

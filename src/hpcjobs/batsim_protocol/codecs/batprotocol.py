@@ -51,6 +51,7 @@ from flatbuffers.table import Table
 
 from ..errors import ProtocolError
 from ..events import Event, Message
+from . import batprotocol_fast as fast
 from . import batprotocol_fb
 from . import batprotocol_wire as wire
 
@@ -79,9 +80,9 @@ class Codec:
     hello = True
 
     def encode(self, message: Message) -> bytes:
-        # the per-job events: written directly (batprotocol_wire); the rest: generated code
-        fast = wire.encode(message.now, message.events)
-        return self.encode_generated(message) if fast is None else fast
+        # the per-job events: one struct each (batprotocol_fast); the rest: generated code
+        raw = fast.encode(message.now, message.events)
+        return self.encode_generated(message) if raw is None else raw
 
     def encode_generated(self, message: Message) -> bytes:
         """``encode`` through the generated classes only."""
@@ -105,6 +106,11 @@ class Codec:
         return bytes(builder.Output())
 
     def decode(self, raw: bytes) -> Message:
+        usual = fast.decode(raw)  # the per-job events in their usual form
+        return self.decode_carefully(raw) if usual is None else Message(*usual)
+
+    def decode_carefully(self, raw: bytes) -> Message:
+        """``decode`` field by field, naming the field of what it refuses."""
         if len(raw) < 8:
             raise ProtocolError(f"a FlatBuffer of {len(raw)} bytes is too short", "message")
         field = "message"

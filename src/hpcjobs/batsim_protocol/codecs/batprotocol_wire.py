@@ -1,18 +1,10 @@
-"""The FlatBuffers wire format of batprotocol's frequent events, written and read with
-``struct`` directly: the per-job events of a simulation (JobSubmitted, JobCompleted,
-ExecuteJob, RequestedCall, SimulationEnds) and the message around them.
-
-Why: the generated classes and PyPI's ``flatbuffers`` runtime build and read a buffer
-one checked field at a time, about twenty times slower than the ``json`` module the
-JSON protocol uses; a simulation exchanges these few events by the million. Everything
-else goes through the generated code (``batprotocol.py``), and the tests check that each
-side reads what the other writes (tests/batsim_protocol/test_batprotocol.py).
-
-The buffers are ordinary FlatBuffers (any reader of the schema reads them): written
-front to back, each table preceded by its vtable, children after their parent (offsets
-point forward, as unsigned offsets must), scalars aligned to their size. Reading
-checks every offset against the buffer, so a corrupt buffer raises ``_Corrupt`` naming
-what was being read, never reads outside it.
+"""The careful reader of batprotocol's frequent events (JobSubmitted, JobCompleted,
+ExecuteJob, RequestedCall, SimulationEnds) and of the message around them: every
+offset is checked against the buffer, so a corrupt buffer raises ``Corrupt`` naming
+what was being read, never reads outside it, and a missing required field is refused
+naming it. The codec (``batprotocol.py``) uses it when the fast path
+(``batprotocol_fast.py``) gives up on a message; other events are read by the
+generated code.
 """
 
 from __future__ import annotations
@@ -21,19 +13,14 @@ import struct
 from typing import Any, Optional
 
 from ..errors import ProtocolError
-from ..events import Event
 
-__all__ = ["FAST_TYPES", "encode", "read_message", "decode_event", "Corrupt", "Reader"]
+__all__ = ["read_message", "decode_event", "Corrupt", "Reader"]
 
 # union members of batprotocol's Event (schema order, from 1) that this module handles
 JOB_SUBMITTED, JOB_COMPLETED, EXECUTE_JOB, REQUESTED_CALL, SIMULATION_ENDS = 1, 2, 4, 15, 19
 _PREDEFINED_PLACEMENT = 1  # ExecutorPlacement.PredefinedExecutorPlacementStrategyWrapper
 _STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_FAILED", "COMPLETED_WALLTIME_REACHED",
            "COMPLETED_KILLED", "REJECTED")
-_STATE_INDEX = {name: i for i, name in enumerate(_STATES)}
-#: event types (the shared names) this module can write
-FAST_TYPES = frozenset({"JOB_SUBMITTED", "JOB_COMPLETED", "EXECUTE_JOB", "REQUESTED_CALL",
-                        "SIMULATION_ENDS"})
 
 _U8 = struct.Struct("<B")
 _I8 = struct.Struct("<b")
@@ -41,157 +28,10 @@ _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
 _I32 = struct.Struct("<i")
 _F64 = struct.Struct("<d")
-_SIZES = {"d": 8, "I": 4, "i": 4, "b": 1, "B": 1, "?": 1, "o": 4}
 
 
 class Corrupt(Exception):
     """The buffer is not a valid FlatBuffer at ``args[0]`` (a field name)."""
-
-
-# -- writing -------------------------------------------------------------------------
-class _Layout:
-    """A table shape, computed once: its vtable's bytes and one ``struct`` for its
-    inline part (the soffset to the vtable, then the fields, biggest first so that
-    nothing needs padding between them; offset fields are written 0 and patched)."""
-
-    __slots__ = ("vtable", "inline", "order", "at")
-
-    def __init__(self, nslots: int, spec: tuple[tuple[int, str], ...]) -> None:
-        rel, fmt, self.at = 4, "<i", {}
-        order = sorted(spec, key=lambda f: -_SIZES[f[1]])
-        for slot, code in order:
-            size = _SIZES[code]
-            fmt += "x" * (-rel % size)
-            rel += -rel % size
-            self.at[slot] = rel
-            fmt += "I" if code == "o" else code
-            rel += size
-        self.order = [slot for slot, _ in order]
-        vt = [self.at.get(slot, 0) for slot in range(nslots)]
-        self.vtable = struct.pack(f"<{2 + nslots}H", 4 + 2 * nslots, rel, *vt)
-        self.inline = struct.Struct(fmt)
-
-
-class _Writer:
-    """Front-to-back FlatBuffer writer; offsets to children are patched when written."""
-
-    __slots__ = ("buf",)
-
-    def __init__(self) -> None:
-        self.buf = bytearray(4)  # the root offset, patched by link(0, root)
-
-    def pad(self, n: int) -> None:
-        extra = -len(self.buf) % n
-        if extra:
-            self.buf += bytes(extra)
-
-    def table(self, layout: _Layout, values: dict[int, Any]) -> int:
-        """Write a table of ``layout`` with ``values`` by slot (offset fields: 0, to be
-        patched with :meth:`link` at ``pos + layout.at[slot]``); return its position."""
-        buf = self.buf
-        self.pad(2)
-        vt_pos = len(buf)
-        buf += layout.vtable
-        self.pad(8)
-        pos = len(buf)
-        buf += layout.inline.pack(pos - vt_pos, *[values.get(slot, 0) for slot in layout.order])
-        return pos
-
-    def string(self, text: str) -> int:
-        data = text.encode("utf-8")
-        self.pad(4)
-        pos = len(self.buf)
-        self.buf += _U32.pack(len(data)) + data + b"\0"
-        return pos
-
-    def link(self, field_pos: int, target: int) -> None:
-        _U32.pack_into(self.buf, field_pos, target - field_pos)
-
-
-_MESSAGE = _Layout(2, ((0, "d"), (1, "o")))
-_ITEM = _Layout(3, ((0, "d"), (1, "B"), (2, "o")))
-_SUBMITTED = _Layout(4, ((0, "o"), (1, "o"), (2, "d")))
-_JOB = _Layout(4, ((0, "I"), (3, "o")))
-_JOB_WALLTIME = _Layout(4, ((0, "I"), (1, "d"), (3, "o")))
-_COMPLETED = _Layout(3, ((0, "o"), (1, "b"), (2, "i")))
-_EXECUTE = _Layout(4, ((0, "o"), (1, "o")))
-_ALLOCATION = _Layout(3, ((0, "o"), (1, "B"), (2, "o")))
-_EMPTY = _Layout(0, ())
-_EMPTY_1 = _Layout(1, ())
-_CALLED = _Layout(2, ((0, "o"), (1, "?")))
-
-
-def _job_submitted(w: _Writer, data: dict[str, Any]) -> int:
-    job = data["job"]
-    if "profile" in data or any(k not in ("id", "subtime", "res", "profile", "walltime") for k in job):
-        raise _Fallback  # extra_data / a forwarded profile: the generated code writes those
-    pos = w.table(_SUBMITTED, {2: float(job.get("subtime", 0.0))})
-    w.link(pos + _SUBMITTED.at[0], w.string(data["job_id"]))
-    walltime = job.get("walltime", -1)
-    if walltime == -1:  # absent: "no walltime" (the schema's "= null")
-        layout, job_pos = _JOB, w.table(_JOB, {0: int(job["res"])})
-    else:
-        layout, job_pos = _JOB_WALLTIME, w.table(_JOB_WALLTIME, {0: int(job["res"]), 1: float(walltime)})
-    w.link(pos + _SUBMITTED.at[1], job_pos)
-    w.link(job_pos + layout.at[3], w.string(job["profile"]))
-    return pos
-
-
-def _job_completed(w: _Writer, data: dict[str, Any]) -> int:
-    pos = w.table(_COMPLETED, {1: _STATE_INDEX[data["job_state"]], 2: int(data["return_code"])})
-    w.link(pos + _COMPLETED.at[0], w.string(data["job_id"]))
-    return pos
-
-
-def _execute_job(w: _Writer, data: dict[str, Any]) -> int:
-    if data.get("mapping"):
-        raise _Fallback
-    pos = w.table(_EXECUTE, {})
-    w.link(pos + _EXECUTE.at[0], w.string(data["job_id"]))
-    alloc = w.table(_ALLOCATION, {1: _PREDEFINED_PLACEMENT})
-    w.link(pos + _EXECUTE.at[1], alloc)
-    w.link(alloc + _ALLOCATION.at[0], w.string(data["alloc"]))
-    w.link(alloc + _ALLOCATION.at[2], w.table(_EMPTY_1, {}))  # strategy: SpreadOverHostsFirst
-    return pos
-
-
-def _requested_call(w: _Writer, data: dict[str, Any]) -> int:
-    pos = w.table(_CALLED, {1: bool(data.get("last_periodic_call", False))})
-    w.link(pos + _CALLED.at[0], w.string(data.get("id", "")))
-    return pos
-
-
-def _simulation_ends(w: _Writer, data: dict[str, Any]) -> int:
-    return w.table(_EMPTY, {})
-
-
-_WRITERS = {"JOB_SUBMITTED": (JOB_SUBMITTED, _job_submitted), "JOB_COMPLETED": (JOB_COMPLETED, _job_completed),
-            "EXECUTE_JOB": (EXECUTE_JOB, _execute_job), "REQUESTED_CALL": (REQUESTED_CALL, _requested_call),
-            "SIMULATION_ENDS": (SIMULATION_ENDS, _simulation_ends)}
-
-
-class _Fallback(Exception):
-    """This event has a part only the generated code writes."""
-
-
-def encode(now: float, events: list[Event]) -> Optional[bytes]:
-    """The message as a FlatBuffer, or None when an event needs the generated code."""
-    w = _Writer()
-    root = w.table(_MESSAGE, {0: now})
-    w.link(0, root)
-    w.pad(4)
-    vec = len(w.buf)
-    w.link(root + _MESSAGE.at[1], vec)
-    w.buf += _U32.pack(len(events)) + bytes(4 * len(events))
-    try:
-        for index, event in enumerate(events):
-            kind, write = _WRITERS[event["type"]]
-            item = w.table(_ITEM, {0: event["timestamp"], 1: kind})
-            w.link(vec + 4 + 4 * index, item)
-            w.link(item + _ITEM.at[2], write(w, event["data"]))
-    except (KeyError, _Fallback):
-        return None
-    return bytes(w.buf)
 
 
 # -- reading -------------------------------------------------------------------------

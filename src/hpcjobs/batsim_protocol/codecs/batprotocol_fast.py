@@ -1,0 +1,494 @@
+"""The hot path of batprotocol: the per-job events written with one ``struct`` call each
+and read optimistically, whole messages at a time.
+
+Why: PyPI's ``flatbuffers`` runtime builds and reads a buffer one checked field at a
+time, several times slower than the C ``json`` module the JSON protocol uses, and a
+simulation exchanges these few events (JobSubmitted, JobCompleted, ExecuteJob,
+CallMeLater, RequestedCall, SimulationEnds) by the million.
+
+**Writing.** An event is one position-independent block: the message's
+``EventAndTimestamp`` table, the event's tables, then its strings (FlatBuffers offsets
+are relative, children after their parent). For given string lengths the block's layout
+is fixed, so it is computed once (a :class:`_Shape`: one ``struct`` format, the
+constants of its vtables and offsets) and each event is one ``pack`` of its values.
+Slots, scalar types and table sizes are not written here: they are read from the
+flatc-generated builder functions (``JobCompletedEventAddReturnCode`` says slot 2, an
+int32), so the generated code stays the one source of the schema's layout.
+
+**Reading.** :func:`decode` reads a message whose events are all of these kinds and in
+the usual form (no forwarded profile, no custom placement, ...), with the bounds checks
+that keep a read inside the buffer. Anything else — another event, an unusual variant,
+a missing field, an offset outside the buffer, a bad string — makes it give up and
+return None, and the codec's careful reader (``batprotocol.py``) decodes the message or
+refuses it naming the field. The fast path never decides that a buffer is bad.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+from typing import Any, Callable, Optional, Union
+
+from ..events import Event
+from . import batprotocol_fb
+
+__all__ = ["encode", "decode"]
+
+fb: Any = batprotocol_fb  # generated, untyped: typed here by use
+
+_STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_FAILED", "COMPLETED_WALLTIME_REACHED",
+           "COMPLETED_KILLED", "REJECTED")
+_STATE_INDEX = {name: i for i, name in enumerate(_STATES)}
+#: where a block's EventAndTimestamp table starts (after its vtable of 3 slots)
+_ITEM_TABLE = 16
+_SIZES = {"d": 8, "Q": 8, "q": 8, "I": 4, "i": 4, "f": 4, "H": 2, "h": 2, "b": 1, "B": 1, "?": 1, "o": 4}
+
+
+# -- the layout, as the generated code states it -------------------------------------
+class _Recorder:
+    """Stands for a ``flatbuffers.Builder`` to learn, from a generated builder function,
+    a table's slot count or a field's slot and scalar type (``o``: an offset)."""
+
+    _CODES = {"Bool": "?", "Int8": "b", "Uint8": "B", "Int16": "h", "Uint16": "H", "Int32": "i",
+              "Uint32": "I", "Int64": "q", "Uint64": "Q", "Float32": "f", "Float64": "d",
+              "UOffsetTRelative": "o"}
+
+    def __init__(self) -> None:
+        self.seen: tuple[int, str] = (0, "")
+
+    def StartObject(self, slots: int) -> None:  # noqa: N802 (the runtime's name)
+        self.seen = (slots, "")
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        kind = re.fullmatch(r"Prepend(\w+)Slot", name)
+        if kind is None or kind.group(1) not in self._CODES:
+            raise AttributeError(name)
+
+        def record(slot: int, value: Any, default: Any) -> None:
+            self.seen = (slot, self._CODES[kind.group(1)])
+        return record
+
+
+def _field(add: Callable[[Any, Any], None]) -> tuple[int, str]:
+    """(slot, struct code) of the field a generated ``<Table>Add<Field>`` function sets."""
+    recorder = _Recorder()
+    add(recorder, 0)
+    return recorder.seen
+
+
+def _slots(start: Callable[[Any], None]) -> int:
+    recorder = _Recorder()
+    start(recorder)
+    return recorder.seen[0]
+
+
+# -- writing ---------------------------------------------------------------------------
+class _Str:
+    """A string of a block, given as the value named ``name`` (UTF-8 bytes)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class _Table:
+    """A table of a block: its generated ``Start`` function and its fields as
+    (generated ``Add`` function, value) with a value that is a constant, the name of
+    a variable, or a child (:class:`_Table` or :class:`_Str`) the field points to."""
+
+    def __init__(self, start: Callable[[Any], None], *fields: tuple[Callable[[Any, Any], None], Any]) -> None:
+        self.slots = _slots(start)
+        self.fields = [(*_field(add), value) for add, value in fields]
+
+
+class _Const:
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+_Node = Union[_Table, _Str]
+
+
+class _Shape:
+    """One block layout for given string lengths: a ``struct`` and its argument list,
+    constants filled in, with the positions of the variables."""
+
+    __slots__ = ("struct", "args", "where", "size")
+
+    def __init__(self, root: _Table, names: tuple[str, ...], lengths: dict[str, int]) -> None:
+        fmt = ["<"]
+        args: list[Any] = []
+        at = 0  # bytes laid out so far
+        where: dict[str, int] = {}
+        patches: list[tuple[int, int, _Node]] = []  # (argument index, field position, target)
+        placed: dict[int, int] = {}  # id(node) -> position of the table / string
+
+        def pad(n: int) -> None:
+            nonlocal at
+            extra = -at % n
+            if extra:
+                fmt.append(f"{extra}x")
+                at += extra
+
+        def put(code: str, value: Any) -> None:
+            """One field: a constant, or a variable by name (str)."""
+            nonlocal at
+            fmt.append(code)
+            if isinstance(value, str):
+                where[value] = len(args)
+            args.append(value)
+            at += struct.calcsize("<" + code)
+
+        queue: list[_Node] = [root]
+        while queue:
+            node = queue.pop(0)
+            if isinstance(node, _Str):
+                pad(4)
+                placed[id(node)] = at
+                n = lengths[node.name]
+                put("I", n)
+                put(f"{n}s", node.name)
+                fmt.append("x")  # the terminating NUL
+                at += 1
+                continue
+            # the vtable, then the table: soffset, fields biggest first (no padding between)
+            order = sorted(node.fields, key=lambda f: -_SIZES[f[1]])
+            rel, offsets = 4, {}
+            for slot, code, _ in order:
+                rel += -rel % _SIZES[code]
+                offsets[slot] = rel
+                rel += _SIZES[code]
+            pad(2)
+            vtable = at
+            for value in (4 + 2 * node.slots, rel, *[offsets.get(s, 0) for s in range(node.slots)]):
+                put("H", value)
+            pad(8)
+            table = placed[id(node)] = at
+            put("i", table - vtable)
+            for slot, code, value in order:
+                pad(_SIZES[code])
+                if code == "o":
+                    patches.append((len(args), at, value))
+                    put("I", 0)
+                    queue.append(value)
+                else:
+                    put(code, value.value if isinstance(value, _Const) else value)
+        pad(8)
+        for index, position, target in patches:
+            args[index] = placed[id(target)] - position
+        self.struct = struct.Struct("".join(fmt))
+        self.args = [None if isinstance(a, str) else a for a in args]
+        self.where = tuple(where[name] for name in names)
+        self.size = at
+        assert placed[id(root)] == _ITEM_TABLE  # the root's vtable, then the root
+
+    def pack(self, values: tuple[Any, ...]) -> bytes:
+        args = self.args[:]
+        for index, value in zip(self.where, values):
+            args[index] = value
+        return self.struct.pack(*args)
+
+
+class _Block:
+    """An event's block: an ``EventAndTimestamp`` table (variable ``timestamp``) pointing
+    to ``event`` of union member ``kind``; ``names`` orders the values of :meth:`pack`."""
+
+    def __init__(self, kind: int, event: _Table, names: tuple[str, ...]) -> None:
+        self.root = _Table(fb.EventAndTimestampStart, (fb.EventAndTimestampAddTimestamp, "timestamp"),
+                           (fb.EventAndTimestampAddEventType, _Const(kind)), (fb.EventAndTimestampAddEvent, event))
+        self.names = ("timestamp", *names)
+        self.strings = [n for n in self.names if self._is_string(self.root, n)]
+        self.string_at = [self.names.index(n) for n in self.strings]
+        self.shapes: dict[tuple[int, ...], _Shape] = {}
+
+    @classmethod
+    def _is_string(cls, node: _Node, name: str) -> bool:
+        if isinstance(node, _Str):
+            return node.name == name
+        return any(isinstance(v, (_Str, _Table)) and cls._is_string(v, name) for _, _, v in node.fields)
+
+    def pack(self, values: tuple[Any, ...]) -> bytes:
+        """The block of the event with ``values`` (strings as UTF-8 bytes)."""
+        lengths = tuple([len(values[i]) for i in self.string_at])
+        shape = self.shapes.get(lengths)
+        if shape is None:
+            shape = self.shapes[lengths] = _Shape(self.root, self.names, dict(zip(self.strings, lengths)))
+        return shape.pack(values)
+
+
+# the events, by the generated code's names
+_SUBMITTED = {walltime: _Block(fb.Event.JobSubmittedEvent, _Table(
+    fb.JobSubmittedEventStart, (fb.JobSubmittedEventAddJobId, _Str("job_id")),
+    (fb.JobSubmittedEventAddSubmissionTime, "subtime"),
+    (fb.JobSubmittedEventAddJob, _Table(fb.JobStart, (fb.JobAddResourceRequest, "res"),
+                                        *([(fb.JobAddWalltime, "walltime")] if walltime else []),
+                                        (fb.JobAddProfileId, _Str("profile"))))),
+    ("job_id", "subtime", "res", *(["walltime"] if walltime else []), "profile"))
+    for walltime in (False, True)}  # -1 (none) is the absent optional scalar
+_COMPLETED = _Block(fb.Event.JobCompletedEvent, _Table(
+    fb.JobCompletedEventStart, (fb.JobCompletedEventAddJobId, _Str("job_id")),
+    (fb.JobCompletedEventAddState, "state"), (fb.JobCompletedEventAddReturnCode, "return_code")),
+    ("job_id", "state", "return_code"))
+_EXECUTE = _Block(fb.Event.ExecuteJobEvent, _Table(
+    fb.ExecuteJobEventStart, (fb.ExecuteJobEventAddJobId, _Str("job_id")),
+    (fb.ExecuteJobEventAddAllocation, _Table(
+        fb.AllocationPlacementStart, (fb.AllocationPlacementAddHostAllocation, _Str("alloc")),
+        (fb.AllocationPlacementAddExecutorPlacementType,
+         _Const(fb.ExecutorPlacement.PredefinedExecutorPlacementStrategyWrapper)),
+        # the strategy left at its default, SpreadOverHostsFirst
+        (fb.AllocationPlacementAddExecutorPlacement, _Table(fb.PredefinedExecutorPlacementStrategyWrapperStart))))),
+    ("job_id", "alloc"))
+_CALL = _Block(fb.Event.CallMeLaterEvent, _Table(
+    fb.CallMeLaterEventStart, (fb.CallMeLaterEventAddCallMeLaterId, _Str("id")),
+    (fb.CallMeLaterEventAddWhenType, _Const(fb.TemporalTrigger.OneShot)),
+    (fb.CallMeLaterEventAddWhen, _Table(fb.OneShotStart, (fb.OneShotAddTime, "time"),
+                                        (fb.OneShotAddTimeUnit, "unit")))),
+    ("id", "time", "unit"))
+_CALLED = _Block(fb.Event.RequestedCallEvent, _Table(
+    fb.RequestedCallEventStart, (fb.RequestedCallEventAddCallMeLaterId, _Str("id")),
+    (fb.RequestedCallEventAddLastPeriodicCall, "last")), ("id", "last"))
+_ENDS = _Block(fb.Event.SimulationEndsEvent, _Table(fb.SimulationEndsEventStart), ())
+
+_JOB_KEYS = frozenset(("id", "subtime", "res", "profile", "walltime"))
+
+
+def _write_submitted(d: dict[str, Any], t: float) -> Optional[bytes]:
+    job = d["job"]
+    if "profile" in d or not job.keys() <= _JOB_KEYS:
+        return None  # a forwarded profile or extra_data: the generated code writes those
+    walltime = job.get("walltime", -1)
+    if walltime == -1:
+        return _SUBMITTED[False].pack((t, d["job_id"].encode(), float(job.get("subtime", 0.0)), int(job["res"]),
+                                       job["profile"].encode()))
+    return _SUBMITTED[True].pack((t, d["job_id"].encode(), float(job.get("subtime", 0.0)), int(job["res"]),
+                                  float(walltime), job["profile"].encode()))
+
+
+def _write_completed(d: dict[str, Any], t: float) -> Optional[bytes]:
+    return _COMPLETED.pack((t, d["job_id"].encode(), _STATE_INDEX[d["job_state"]], int(d["return_code"])))
+
+
+def _write_execute(d: dict[str, Any], t: float) -> Optional[bytes]:
+    if d.get("mapping"):
+        return None
+    return _EXECUTE.pack((t, d["job_id"].encode(), d["alloc"].encode()))
+
+
+def _write_call(d: dict[str, Any], t: float) -> Optional[bytes]:
+    if "period" in d:
+        return None
+    when = float(d["timestamp"])
+    if when != int(when):
+        return None  # milliseconds, rounded up: the generated path's rule
+    return _CALL.pack((t, d.get("id", "").encode(), int(when), fb.TimeUnit.Second))
+
+
+def _write_called(d: dict[str, Any], t: float) -> Optional[bytes]:
+    return _CALLED.pack((t, d.get("id", "").encode(), bool(d.get("last_periodic_call", False))))
+
+
+def _write_ends(d: dict[str, Any], t: float) -> Optional[bytes]:
+    return _ENDS.pack((t,))
+
+
+_WRITERS: dict[str, Callable[[dict[str, Any], float], Optional[bytes]]] = {
+    "JOB_SUBMITTED": _write_submitted, "JOB_COMPLETED": _write_completed, "EXECUTE_JOB": _write_execute,
+    "CALL_ME_LATER": _write_call, "REQUESTED_CALL": _write_called, "SIMULATION_ENDS": _write_ends}
+
+# the message: root offset, the Message table (now, events) and the events vector
+_NOW, _EVENTS = _field(fb.MessageAddNow), _field(fb.MessageAddEvents)
+assert (_NOW, _EVENTS) == ((0, "d"), (1, "o"))  # as the head below lays them out
+_HEADS: dict[int, struct.Struct] = {}
+
+
+def encode(now: float, events: list[Event]) -> Optional[bytes]:
+    """The message as a FlatBuffer, or None when an event needs the generated code."""
+    blocks = []
+    for event in events:
+        write = _WRITERS.get(event["type"])
+        block = None if write is None else write(event["data"], event["timestamp"])
+        if block is None:
+            return None
+        blocks.append(block)
+    count = len(events)
+    head = _HEADS.get(count)
+    if head is None:
+        # root u32 | vtable: 4 u16 | pad | table: soffset, events offset, now | vector
+        head = _HEADS[count] = struct.Struct(f"<I4H4xiId{count + 1}I{-(36 + 4 * count) % 8}x")
+    entries = []
+    at = head.size  # the first block; its EventAndTimestamp table follows its vtable
+    for index, block in enumerate(blocks):
+        entries.append(at + _ITEM_TABLE - (36 + 4 * index))
+        at += len(block)
+    return head.pack(16, 8, 16, 8, 4, 12, 12, now, count, *entries) + b"".join(blocks)
+
+
+
+
+# -- reading ---------------------------------------------------------------------------
+class _GiveUp(Exception):
+    """Not the usual form: the careful reader decides."""
+
+
+_I32 = struct.Struct("<i").unpack_from
+_U32 = struct.Struct("<I").unpack_from
+_U16 = struct.Struct("<H").unpack_from
+_F64 = struct.Struct("<d").unpack_from
+_VTABLES = [struct.Struct(f"<{n}H").unpack_from for n in range(64)]
+_isfinite = math.isfinite
+
+
+def _table(buf: bytes, pos: int) -> tuple[int, ...]:
+    """The field offsets of the table at ``pos`` (0: absent)."""
+    vt = pos - _I32(buf, pos)[0]
+    if vt < 0:
+        raise _GiveUp
+    size = _U16(buf, vt)[0]
+    if size < 4 or size & 1:
+        raise _GiveUp
+    offsets: tuple[int, ...] = _VTABLES[(size - 4) // 2](buf, vt + 4)
+    return offsets
+
+
+def _string(buf: bytes, at: int) -> str:
+    at += _U32(buf, at)[0]
+    end = at + 4 + _U32(buf, at)[0]
+    if end > len(buf):
+        raise _GiveUp
+    return buf[at + 4:end].decode()
+
+
+def _reader(add: Callable[[Any, Any], None]) -> tuple[int, Callable[[bytes, int], tuple[Any, ...]]]:
+    slot, code = _field(add)
+    return slot, struct.Struct("<" + ("I" if code == "o" else code)).unpack_from
+
+
+def _get(offsets: tuple[int, ...], slot: int) -> int:
+    return offsets[slot] if slot < len(offsets) else 0
+
+
+_TS, _KIND, _EVENT = (_reader(fb.EventAndTimestampAddTimestamp), _reader(fb.EventAndTimestampAddEventType),
+                      _field(fb.EventAndTimestampAddEvent)[0])
+_C_ID, _C_STATE, _C_RC = (_field(fb.JobCompletedEventAddJobId)[0], _reader(fb.JobCompletedEventAddState),
+                          _reader(fb.JobCompletedEventAddReturnCode))
+_S_ID, _S_JOB, _S_TIME, _S_PROFILE = (_field(fb.JobSubmittedEventAddJobId)[0], _field(fb.JobSubmittedEventAddJob)[0],
+                                      _reader(fb.JobSubmittedEventAddSubmissionTime),
+                                      _field(fb.JobSubmittedEventAddProfile)[0])
+_J_RES, _J_WALL, _J_EXTRA, _J_PROFILE = (_reader(fb.JobAddResourceRequest), _reader(fb.JobAddWalltime),
+                                         _field(fb.JobAddExtraData)[0], _field(fb.JobAddProfileId)[0])
+_E_ID, _E_ALLOC = _field(fb.ExecuteJobEventAddJobId)[0], _field(fb.ExecuteJobEventAddAllocation)[0]
+_E_REST = (_field(fb.ExecuteJobEventAddProfileAllocationOverride)[0], _field(fb.ExecuteJobEventAddStoragePlacement)[0])
+_A_HOSTS, _A_TYPE, _A_PLACEMENT = (_field(fb.AllocationPlacementAddHostAllocation)[0],
+                                   _reader(fb.AllocationPlacementAddExecutorPlacementType),
+                                   _field(fb.AllocationPlacementAddExecutorPlacement)[0])
+_R_ID, _R_LAST = _field(fb.RequestedCallEventAddCallMeLaterId)[0], _reader(fb.RequestedCallEventAddLastPeriodicCall)
+_L_ID, _L_TYPE, _L_WHEN = (_field(fb.CallMeLaterEventAddCallMeLaterId)[0], _reader(fb.CallMeLaterEventAddWhenType),
+                           _field(fb.CallMeLaterEventAddWhen)[0])
+_O_TIME, _O_UNIT = _reader(fb.OneShotAddTime), _reader(fb.OneShotAddTimeUnit)
+
+
+def _read_completed(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
+    o = _table(buf, pos)
+    if not _get(o, _C_ID):
+        raise _GiveUp
+    state = _C_STATE[1](buf, pos + o[_C_STATE[0]])[0] if _get(o, _C_STATE[0]) else 0
+    if not 0 <= state < len(_STATES):
+        raise _GiveUp
+    return "JOB_COMPLETED", {"job_id": _string(buf, pos + o[_C_ID]), "job_state": _STATES[state],
+                             "return_code": _C_RC[1](buf, pos + o[_C_RC[0]])[0] if _get(o, _C_RC[0]) else 0}
+
+
+def _read_submitted(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
+    o = _table(buf, pos)
+    if not (_get(o, _S_ID) and _get(o, _S_JOB)) or _get(o, _S_PROFILE):
+        raise _GiveUp
+    job_id = _string(buf, pos + o[_S_ID])
+    at = pos + o[_S_JOB]
+    job = at + _U32(buf, at)[0]
+    j = _table(buf, job)
+    if not _get(j, _J_PROFILE) or _get(j, _J_EXTRA):
+        raise _GiveUp
+    wall = _get(j, _J_WALL[0])
+    return "JOB_SUBMITTED", {"job_id": job_id, "job": {
+        "id": job_id, "subtime": _S_TIME[1](buf, pos + o[_S_TIME[0]])[0] if _get(o, _S_TIME[0]) else 0.0,
+        "res": _J_RES[1](buf, job + j[_J_RES[0]])[0] if _get(j, _J_RES[0]) else 0,
+        "profile": _string(buf, job + j[_J_PROFILE]),
+        "walltime": _J_WALL[1](buf, job + wall)[0] if wall else -1}}
+
+
+def _read_execute(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
+    o = _table(buf, pos)
+    if not (_get(o, _E_ID) and _get(o, _E_ALLOC)) or any(_get(o, s) for s in _E_REST):
+        raise _GiveUp
+    at = pos + o[_E_ALLOC]
+    alloc = at + _U32(buf, at)[0]
+    a = _table(buf, alloc)
+    if not (_get(a, _A_HOSTS) and _get(a, _A_PLACEMENT) and _get(a, _A_TYPE[0])) or \
+            _A_TYPE[1](buf, alloc + a[_A_TYPE[0]])[0] != fb.ExecutorPlacement.PredefinedExecutorPlacementStrategyWrapper:
+        raise _GiveUp
+    at = alloc + a[_A_PLACEMENT]
+    _table(buf, at + _U32(buf, at)[0])  # the strategy: both place executor i on host i
+    return "EXECUTE_JOB", {"job_id": _string(buf, pos + o[_E_ID]), "alloc": _string(buf, alloc + a[_A_HOSTS])}
+
+
+def _read_called(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
+    o = _table(buf, pos)
+    if not _get(o, _R_ID):
+        raise _GiveUp
+    return "REQUESTED_CALL", {"id": _string(buf, pos + o[_R_ID]), "last_periodic_call":
+                              bool(_R_LAST[1](buf, pos + o[_R_LAST[0]])[0]) if _get(o, _R_LAST[0]) else False}
+
+
+def _read_call(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
+    o = _table(buf, pos)
+    if not (_get(o, _L_ID) and _get(o, _L_WHEN) and _get(o, _L_TYPE[0])) or \
+            _L_TYPE[1](buf, pos + o[_L_TYPE[0]])[0] != fb.TemporalTrigger.OneShot:
+        raise _GiveUp  # periodic: the careful reader
+    at = pos + o[_L_WHEN]
+    when = at + _U32(buf, at)[0]
+    w = _table(buf, when)
+    time = _O_TIME[1](buf, when + w[_O_TIME[0]])[0] if _get(w, _O_TIME[0]) else 0
+    unit = _O_UNIT[1](buf, when + w[_O_UNIT[0]])[0] if _get(w, _O_UNIT[0]) else fb.TimeUnit.Second
+    if unit != fb.TimeUnit.Second:
+        raise _GiveUp
+    return "CALL_ME_LATER", {"id": _string(buf, pos + o[_L_ID]), "timestamp": float(time)}
+
+
+def _read_ends(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
+    _table(buf, pos)
+    return "SIMULATION_ENDS", {}
+
+
+_READERS: dict[int, Callable[[bytes, int], tuple[str, dict[str, Any]]]] = {
+    fb.Event.JobCompletedEvent: _read_completed, fb.Event.JobSubmittedEvent: _read_submitted,
+    fb.Event.ExecuteJobEvent: _read_execute, fb.Event.RequestedCallEvent: _read_called,
+    fb.Event.CallMeLaterEvent: _read_call, fb.Event.SimulationEndsEvent: _read_ends}
+
+
+def decode(buf: bytes) -> Optional[tuple[float, list[Event]]]:
+    """``now`` and the events of ``buf`` when it is a message of the usual per-job
+    events in their usual form, else None (the careful reader then decides)."""
+    try:
+        root = _U32(buf, 0)[0]
+        o = _table(buf, root)
+        now = _F64(buf, root + o[_NOW[0]])[0] if _get(o, _NOW[0]) else 0.0
+        if not (_get(o, _EVENTS[0]) and _isfinite(now)):
+            return None
+        vec = root + o[_EVENTS[0]]
+        vec += _U32(buf, vec)[0]
+        count = _U32(buf, vec)[0]
+        events: list[Event] = []
+        for at in range(vec + 4, vec + 4 + 4 * count, 4):
+            item = at + _U32(buf, at)[0]
+            i = _table(buf, item)
+            kind = _KIND[1](buf, item + i[_KIND[0]])[0] if _get(i, _KIND[0]) else 0
+            stamp = _TS[1](buf, item + i[_TS[0]])[0] if _get(i, _TS[0]) else 0.0
+            read = _READERS.get(kind)
+            if read is None or not _get(i, _EVENT) or not _isfinite(stamp):
+                return None
+            at = item + i[_EVENT]
+            kind_name, data = read(buf, at + _U32(buf, at)[0])
+            events.append({"timestamp": stamp, "type": kind_name, "data": data})
+        return now, events
+    except (_GiveUp, struct.error, IndexError, UnicodeDecodeError):
+        return None
