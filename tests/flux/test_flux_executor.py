@@ -21,6 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import flux_link
 import pytest
 import real_flux
 
@@ -656,6 +657,57 @@ def test_attach_after_a_client_restart_replays_everything(flux_uri: str) -> None
             assert states == [JobState.QUEUED, JobState.ACTIVE, JobState.FAILED]
     finally:
         second.close()
+
+
+def test_a_broken_connection_loses_no_event(flux_uri: str, tmp_path: Path) -> None:
+    """The executor's connection to the broker breaks (cut for real: flux_link.py) while
+    its jobs run; they end during the gap, seen only by a direct client. Once the link is
+    back, the watcher's new journal stream replays what it missed: every job ends in its
+    true state with its exit code, no state lost or reported twice, and the executor's
+    own handle is replaced, so submit, list and cancel work again."""
+    link = flux_link.FluxLink(flux_uri, tmp_path)
+    ex = JobExecutor.get_instance("flux", url=link.uri)
+    go = tmp_path / "go"
+    wait_go = f'while [ ! -e "{go}" ]; do sleep 0.05; done; '
+    expected = {"exit 0": (JobState.COMPLETED, 0), "exit 3": (JobState.FAILED, 3),
+                "kill -9 $$": (JobState.FAILED, -9), "sleep 300": (JobState.CANCELED, -15)}
+    try:
+        jobs = {script: Job(sh(wait_go + script)) for script in expected}
+        states = {script: recorded(job) for script, job in jobs.items()}
+        for job in jobs.values():
+            executor_job_active(ex, job)
+        link.cut()
+        go.touch()
+        direct = flux_handle()
+        flux.job.cancel(direct, flux.job.JobID(jobs["sleep 300"].native_id))
+        for job in jobs.values():
+            flux.job.event_wait(direct, flux.job.JobID(job.native_id), "clean",
+                                raiseJobException=False)
+        # all ended, and the executor could not hear it
+        assert all(job.status.state is JobState.ACTIVE for job in jobs.values())
+        link.restore()
+        for script, job in jobs.items():
+            status = job.wait(timeout=WAIT)
+            assert status is not None and (status.state, status.exit_code) \
+                == expected[script], (script, status)
+            eventually(lambda script=script: len(states[script]) == 3, states)
+            assert states[script] == [JobState.QUEUED, JobState.ACTIVE,
+                                      expected[script][0]]
+        after = Job(JobSpec("/bin/sleep", ["300"]))
+        executor_job_active(ex, after)
+        assert ex.list() == [after.native_id]
+        after.cancel()
+        status = after.wait(timeout=WAIT)
+        assert status is not None and status.state is JobState.CANCELED
+    finally:
+        link.restore()
+        ex.close()
+        link.close()
+
+
+def executor_job_active(ex: JobExecutor, job: Job) -> None:
+    ex.submit(job)
+    job.wait(timeout=WAIT, target_states=JobState.ACTIVE)
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from ...errors import InvalidJobException, SubmitException
 from ...executor import JobExecutor, JobExecutorConfig
@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 #: what ``flux.job.submit`` raises for a job Flux refuses (not for trouble reaching it)
 _REFUSED = (errno.EPERM, errno.EINVAL)
 
+_T = TypeVar("_T")
+
 _MISSING_BINDINGS = (
     "the Flux executor needs flux-core's Python bindings (the 'flux' module), which "
     "cannot be imported here ({error}). Install flux-core (distribution package, Spack "
@@ -56,6 +58,19 @@ def _import_bindings() -> tuple[Any, Any, Any]:
                 importlib.import_module("flux.hostlist"))
     except ImportError as e:
         raise ImportError(_MISSING_BINDINGS.format(error=e)) from e
+
+
+def _maybe_delivered(e: OSError) -> bool:
+    """Whether ``e`` says the connection to the broker broke (the broker restarted, a
+    proxy or the network path died) after a request may have reached it."""
+    return isinstance(e, (ConnectionResetError, ConnectionAbortedError)) \
+        or e.errno == errno.ENOTCONN
+
+
+def _broken(e: OSError) -> bool:
+    """Whether ``e`` says the connection to the broker is gone, not that Flux answered
+    with an error; EPIPE: it was gone before the request went out (nothing sent)."""
+    return isinstance(e, BrokenPipeError) or _maybe_delivered(e)
 
 
 def _connect(flux: Any, url: str | None) -> Any:
@@ -80,12 +95,12 @@ class FluxJobExecutor(JobExecutor):
                  config: JobExecutorConfig | Mapping[str, Any] | None = None) -> None:
         super().__init__(url, config)
         self._flux, self._flux_job, self._hostlist = _import_bindings()
-        connect = functools.partial(_connect, self._flux, url)
-        self._handle = connect()  # fail now, clearly, when there is no Flux to talk to
+        self._connect = functools.partial(_connect, self._flux, url)
+        self._handle = self._connect()  # fail now, clearly, when there is no Flux to talk to
         self._lock = threading.Lock()  # the handle, and _jobs (see _on_event)
         # Flux id -> the Jobs following it (one, or more after attach) and its events
         self._jobs: dict[int, tuple[_Followers, JobEvents]] = {}
-        self._watcher = Watcher(f"hpcjobs-flux-{self._instance}-events", connect,
+        self._watcher = Watcher(f"hpcjobs-flux-{self._instance}-events", self._connect,
                                 self._flux_job, self._on_event, self._on_lost)
         self._watcher_finalizer = weakref.finalize(self, self._watcher.stop)
 
@@ -98,9 +113,15 @@ class FluxJobExecutor(JobExecutor):
             # every event, so none of this job's events can arrive unclaimed.
             with self._lock:
                 try:
-                    jobid = self._flux_job.submit(self._handle, submission.jobspec,
-                                                  urgency=submission.urgency)
+                    jobid = self._request(lambda h: self._flux_job.submit(
+                        h, submission.jobspec, urgency=submission.urgency),
+                        idempotent=False)
                 except OSError as e:
+                    if _maybe_delivered(e):
+                        raise SubmitException(
+                            f"the connection to Flux broke while submitting ({e}): the job "
+                            "may have been submitted or not ('flux jobs' lists it)", e,
+                            transient=True) from e
                     if e.errno not in _REFUSED:
                         raise SubmitException(f"Flux did not take the job: {e}", e,
                                               transient=True) from e
@@ -122,7 +143,9 @@ class FluxJobExecutor(JobExecutor):
             return
         with self._lock:
             try:
-                self._flux_job.cancel(self._handle, self._flux_job.JobID(native_id))
+                self._request(lambda h: self._flux_job.cancel(
+                    h, self._flux_job.JobID(native_id)),
+                    idempotent=True)  # cancelling twice: a second, harmless exception
             except FileNotFoundError as e:
                 # "job is inactive": it ended first; its events say how
                 log.debug("job %s (Flux %s): not cancelled: %s", job.id, native_id, e)
@@ -133,8 +156,8 @@ class FluxJobExecutor(JobExecutor):
     def list(self) -> list[str]:
         with self._lock:
             try:
-                jobs = self._flux_job.JobList(self._handle,
-                                              filters=["pending", "running"]).jobs()
+                jobs = self._request(lambda h: self._flux_job.JobList(
+                    h, filters=["pending", "running"]).jobs(), idempotent=True)
             except OSError as e:
                 raise SubmitException(f"Flux job-list failed: {e}", e, transient=True) from e
         return [self._flux_job.JobID(info.id).f58 for info in jobs]
@@ -164,18 +187,17 @@ class FluxJobExecutor(JobExecutor):
             self._jobs[int(jobid)] = ([job], events)
             self._watcher.follow(int(jobid))
             try:
-                found = self._flux_job.job_kvs_lookup(self._handle, jobid,
-                                                      keys=["eventlog"], decode=False)
+                found = self._request(lambda h: self._flux_job.job_kvs_lookup(
+                    h, jobid, keys=["eventlog"], decode=False), idempotent=True)
             except OSError as e:
-                log.warning("job %s: reading the eventlog of Flux job %s failed: %s",
-                            job.id, native_id, e)
-                found = None
+                found, unknown = None, (f"reading the eventlog of Flux job {native_id} "
+                                        f"failed ({e}): its state is unknown")
+            else:
+                unknown = f"Flux does not know job {native_id} (never submitted, or purged)"
             if found is None:
                 del self._jobs[int(jobid)]
                 self._watcher.forget(int(jobid))
-                self._set_job_status(job, JobStatus(
-                    JobState.FAILED, message=f"Flux does not know job {native_id} "
-                                             "(never submitted, or purged)"))
+                self._set_job_status(job, JobStatus(JobState.FAILED, message=unknown))
                 return
             for line in found["eventlog"].splitlines():
                 event = json.loads(line)
@@ -183,6 +205,28 @@ class FluxJobExecutor(JobExecutor):
                             event["timestamp"], event.get("context", {}))
 
     # -- machinery ----------------------------------------------------------------------
+    def _request(self, call: Callable[[Any], _T], idempotent: bool) -> _T:
+        """``call(handle)`` on the executor's handle (caller holds ``_lock``). A handle
+        whose connection broke is replaced by a new one, so the executor works again
+        once the instance can be reached. The call is repeated when that is safe: it is
+        ``idempotent``, or it was never sent (EPIPE); else its error is raised, as is
+        ``ConnectionError`` if the instance cannot be reached now."""
+        try:
+            return call(self._handle)
+        except OSError as e:
+            if not _broken(e):
+                raise
+            log.info("executor %s: the connection to Flux broke (%s); reconnecting",
+                     self._instance, e)
+            if idempotent or not _maybe_delivered(e):
+                self._handle = self._connect()
+                return call(self._handle)
+            try:
+                self._handle = self._connect()
+            except ConnectionError as failed:  # the next call tries again
+                log.info("executor %s: %s", self._instance, failed)
+            raise
+
     def _job_events(self, f58: str) -> JobEvents:
         return JobEvents(f58, self._hostlist.decode)
 
