@@ -596,7 +596,7 @@ class GuestJournal:
     instance owner, flux-core job-manager/journal.c). A single-user test instance
     cannot show this: its only user is the owner."""
 
-    def __init__(self, handle: Any, full: bool = False) -> None:
+    def __init__(self, handle: Any, **options: Any) -> None:
         pass
 
     def start(self) -> GuestJournal:
@@ -659,55 +659,98 @@ def test_attach_after_a_client_restart_replays_everything(flux_uri: str) -> None
         second.close()
 
 
-def test_a_broken_connection_loses_no_event(flux_uri: str, tmp_path: Path) -> None:
-    """The executor's connection to the broker breaks (cut for real: flux_link.py) while
-    its jobs run; they end during the gap, seen only by a direct client. Once the link is
-    back, the watcher's new journal stream replays what it missed: every job ends in its
-    true state with its exit code, no state lost or reported twice, and the executor's
-    own handle is replaced, so submit, list and cancel work again."""
+@pytest.fixture
+def link(flux_uri: str, tmp_path: Path) -> Iterator[flux_link.FluxLink]:
+    """A link to the session's instance that the test can cut for real (flux_link.py)."""
     link = flux_link.FluxLink(flux_uri, tmp_path)
+    yield link
+    link.close()
+
+
+@pytest.fixture
+def linked(link: flux_link.FluxLink) -> Iterator[JobExecutor]:
+    """An executor talking to the instance through ``link``."""
     ex = JobExecutor.get_instance("flux", url=link.uri)
-    go = tmp_path / "go"
-    wait_go = f'while [ ! -e "{go}" ]; do sleep 0.05; done; '
+    yield ex
+    link.restore()
+    ex.close()
+
+
+def end_in_a_gap(link: flux_link.FluxLink, ex: JobExecutor, scratch: Path,
+                 scripts: list[str], cancel: str = "", purge: str = ""
+                 ) -> dict[str, tuple[Job, list[JobState]]]:
+    """One job per script, each waiting for a file first, and the states its callback
+    sees. Once all run (their tasks started), the link is cut and they end, seen by a direct client only,
+    which cancels the job of script ``cancel`` and, once ended, purges that of
+    ``purge``; then the link is restored."""
+    go = scratch / "go"
+    jobs = {script: Job(sh(f'while [ ! -e "{go}" ]; do sleep 0.05; done; {script}'))
+            for script in scripts}
+    states = {script: recorded(job) for script, job in jobs.items()}
+    for job in jobs.values():
+        ex.submit(job)
+        job.wait(timeout=WAIT, target_states=JobState.ACTIVE)
+        wait_for_tasks(job)  # ACTIVE is the allocation; cancelled before its tasks ran,
+        # a job has no exit code
+    link.cut()
+    go.touch()
+    direct = flux_handle()
+    if cancel:
+        flux.job.cancel(direct, flux.job.JobID(jobs[cancel].native_id))
+    for job in jobs.values():
+        flux.job.event_wait(direct, flux.job.JobID(job.native_id), "clean",
+                            raiseJobException=False)
+    if purge:
+        subprocess.run(["flux", "job", "purge", "--force", str(jobs[purge].native_id)],
+                       check=True, capture_output=True)
+    # all ended, and the executor could not hear it
+    assert all(job.status.state is JobState.ACTIVE for job in jobs.values())
+    link.restore()
+    return {script: (jobs[script], states[script]) for script in scripts}
+
+
+def test_a_broken_connection_loses_no_event(link: flux_link.FluxLink, linked: JobExecutor,
+                                            tmp_path: Path) -> None:
+    """The executor's connection to the broker breaks while its jobs run; they end during
+    the gap. Once the link is back, the watcher's new journal stream replays what it
+    missed: every job ends in its true state with its exit code, no state lost or
+    reported twice, and the executor's own handle is replaced, so submit, list and
+    cancel work again."""
     expected = {"exit 0": (JobState.COMPLETED, 0), "exit 3": (JobState.FAILED, 3),
                 "kill -9 $$": (JobState.FAILED, -9), "sleep 300": (JobState.CANCELED, -15)}
-    try:
-        jobs = {script: Job(sh(wait_go + script)) for script in expected}
-        states = {script: recorded(job) for script, job in jobs.items()}
-        for job in jobs.values():
-            executor_job_active(ex, job)
-        link.cut()
-        go.touch()
-        direct = flux_handle()
-        flux.job.cancel(direct, flux.job.JobID(jobs["sleep 300"].native_id))
-        for job in jobs.values():
-            flux.job.event_wait(direct, flux.job.JobID(job.native_id), "clean",
-                                raiseJobException=False)
-        # all ended, and the executor could not hear it
-        assert all(job.status.state is JobState.ACTIVE for job in jobs.values())
-        link.restore()
-        for script, job in jobs.items():
-            status = job.wait(timeout=WAIT)
-            assert status is not None and (status.state, status.exit_code) \
-                == expected[script], (script, status)
-            eventually(lambda script=script: len(states[script]) == 3, states)
-            assert states[script] == [JobState.QUEUED, JobState.ACTIVE,
-                                      expected[script][0]]
-        after = Job(JobSpec("/bin/sleep", ["300"]))
-        executor_job_active(ex, after)
-        assert ex.list() == [after.native_id]
-        after.cancel()
-        status = after.wait(timeout=WAIT)
-        assert status is not None and status.state is JobState.CANCELED
-    finally:
-        link.restore()
-        ex.close()
-        link.close()
+    ended = end_in_a_gap(link, linked, tmp_path, list(expected), cancel="sleep 300")
+    for script, (job, states) in ended.items():
+        status = job.wait(timeout=WAIT)
+        assert status is not None and (status.state, status.exit_code) \
+            == expected[script], (script, status)
+        eventually(lambda states=states: len(states) == 3, states)
+        assert states == [JobState.QUEUED, JobState.ACTIVE, expected[script][0]]
+    after = Job(JobSpec("/bin/sleep", ["300"]))
+    linked.submit(after)
+    after.wait(timeout=WAIT, target_states=JobState.ACTIVE)
+    assert linked.list() == [after.native_id]
+    after.cancel()
+    status = after.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.CANCELED
 
 
-def executor_job_active(ex: JobExecutor, job: Job) -> None:
-    ex.submit(job)
-    job.wait(timeout=WAIT, target_states=JobState.ACTIVE)
+@pytest.mark.parametrize("guest", [False, True], ids=["owner", "guest"])
+def test_a_job_purged_in_the_gap_ends_unknown(link: flux_link.FluxLink, linked: JobExecutor,
+                                              tmp_path: Path, guest: bool,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Flux forgets a job for good when it purges it: one purged while the executor's
+    connection was down is missing from the journal's replay (a guest: its eventlog is
+    gone), and ends FAILED saying its end is unknown, never waits forever; one that
+    ended in the same gap but was kept still reports its true end."""
+    if guest:
+        monkeypatch.setattr(flux.job, "JournalConsumer", GuestJournal)
+    ended = end_in_a_gap(link, linked, tmp_path, ["exit 4", "exit 5"], purge="exit 5")
+    kept, purged = (job.wait(timeout=WAIT) for job, _states in ended.values())
+    assert kept is not None and (kept.state, kept.exit_code) == (JobState.FAILED, 4), kept
+    assert purged is not None and (purged.state, purged.exit_code) == (JobState.FAILED, None)
+    assert purged.message == (f"Flux no longer knows job {ended['exit 5'][0].native_id}: "
+                              "it was purged before its end was seen here; its final state "
+                              "and exit code are unknown")
 
 
 @pytest.fixture

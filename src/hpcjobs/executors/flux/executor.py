@@ -20,7 +20,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ...errors import InvalidJobException, SubmitException
@@ -61,8 +61,8 @@ def _import_bindings() -> tuple[Any, Any, Any]:
 
 
 def _maybe_delivered(e: OSError) -> bool:
-    """Whether ``e`` says the connection to the broker broke (the broker restarted, a
-    proxy or the network path died) after a request may have reached it."""
+    """Whether ``e`` says the connection to the broker broke (a proxy, an ``ssh://``
+    connection or the network path died) after a request may have reached it."""
     return isinstance(e, (ConnectionResetError, ConnectionAbortedError)) \
         or e.errno == errno.ENOTCONN
 
@@ -101,7 +101,8 @@ class FluxJobExecutor(JobExecutor):
         # Flux id -> the Jobs following it (one, or more after attach) and its events
         self._jobs: dict[int, tuple[_Followers, JobEvents]] = {}
         self._watcher = Watcher(f"hpcjobs-flux-{self._instance}-events", self._connect,
-                                self._flux_job, self._on_event, self._on_lost)
+                                self._flux_job, self._on_event, self._on_lost,
+                                self._on_missing)
         self._watcher_finalizer = weakref.finalize(self, self._watcher.stop)
 
     # -- the API ------------------------------------------------------------------------
@@ -187,22 +188,14 @@ class FluxJobExecutor(JobExecutor):
             self._jobs[int(jobid)] = ([job], events)
             self._watcher.follow(int(jobid))
             try:
-                found = self._request(lambda h: self._flux_job.job_kvs_lookup(
-                    h, jobid, keys=["eventlog"], decode=False), idempotent=True)
+                found = self._request(lambda h: self._eventlog(h, int(jobid)),
+                                      idempotent=True)
             except OSError as e:
-                found, unknown = None, (f"reading the eventlog of Flux job {native_id} "
-                                        f"failed ({e}): its state is unknown")
-            else:
-                unknown = f"Flux does not know job {native_id} (never submitted, or purged)"
-            if found is None:
-                del self._jobs[int(jobid)]
-                self._watcher.forget(int(jobid))
-                self._set_job_status(job, JobStatus(JobState.FAILED, message=unknown))
+                self._end_unknown(int(jobid), f"reading the eventlog of Flux job "
+                                              f"{native_id} failed ({e}): its state is unknown")
                 return
-            for line in found["eventlog"].splitlines():
-                event = json.loads(line)
-                self._apply([job], events, int(jobid), self._handle, event["name"],
-                            event["timestamp"], event.get("context", {}))
+            self._catch_up(int(jobid), found, self._handle,
+                           f"Flux does not know job {native_id} (never submitted, or purged)")
 
     # -- machinery ----------------------------------------------------------------------
     def _request(self, call: Callable[[Any], _T], idempotent: bool) -> _T:
@@ -227,6 +220,31 @@ class FluxJobExecutor(JobExecutor):
                 log.info("executor %s: %s", self._instance, failed)
             raise
 
+    def _eventlog(self, handle: Any, jobid: int) -> str | None:
+        """The job's main eventlog (RFC 18 text), None if Flux does not know the job."""
+        found = self._flux_job.job_kvs_lookup(handle, jobid, keys=["eventlog"], decode=False)
+        return None if found is None else str(found["eventlog"])
+
+    def _catch_up(self, jobid: int, eventlog: str | None, handle: Any, unknown: str) -> None:
+        """Fold the events of a followed job's eventlog into its status (repeats change
+        nothing); without an eventlog, end it saying ``unknown`` (caller holds ``_lock``)."""
+        if eventlog is None:
+            self._end_unknown(jobid, unknown)
+            return
+        jobs, events = self._jobs[jobid]
+        for line in eventlog.splitlines():
+            event = json.loads(line)
+            self._apply(jobs, events, jobid, handle, event["name"], event["timestamp"],
+                        event.get("context", {}))
+
+    def _end_unknown(self, jobid: int, message: str) -> None:
+        """A followed job whose end cannot be known: FAILED saying so (caller holds
+        ``_lock``)."""
+        jobs, _events = self._jobs.pop(jobid)
+        self._watcher.forget(jobid)
+        for job in jobs:
+            self._set_job_status(job, JobStatus(JobState.FAILED, message=message))
+
     def _job_events(self, f58: str) -> JobEvents:
         return JobEvents(f58, self._hostlist.decode)
 
@@ -242,6 +260,24 @@ class FluxJobExecutor(JobExecutor):
                 jobs, events = entry
                 self._apply(jobs, events, jobid, handle, event.name, event.timestamp,
                             event.context or {}, getattr(event, "R", None))
+
+    def _on_missing(self, jobids: Sequence[int], handle: Any) -> None:
+        """Watcher thread: followed jobs whose events the watcher did not get where it
+        expected them (watcher.py): their eventlog has what was missed; if Flux no
+        longer has it either (the job was purged meanwhile), their end is unknown."""
+        with self._lock:
+            for jobid in jobids:
+                if jobid not in self._jobs:
+                    continue
+                try:
+                    eventlog = self._eventlog(handle, jobid)
+                except OSError as e:  # the watcher reconnects, and asks again
+                    log.warning("reading the eventlog of Flux job %s failed: %s", jobid, e)
+                    continue
+                f58 = self._flux_job.JobID(jobid).f58
+                self._catch_up(jobid, eventlog, handle, (
+                    f"Flux no longer knows job {f58}: it was purged before its end was "
+                    "seen here; its final state and exit code are unknown"))
 
     def _on_lost(self, reason: str) -> None:
         """Watcher thread: the instance cannot be reached any more. Its jobs' ends are
