@@ -33,6 +33,8 @@ class Ledger:
         self.failing = False
         self.accounting_asked = 0
         self.next_id = 100
+        # what a cancelled job becomes (Torque's C, say, is every end: FAILED here)
+        self.cancelled_state = JobState.CANCELED
 
     def new_id(self) -> str:
         with self.lock:
@@ -59,7 +61,7 @@ class FakeBackend(BatchSchedulerExecutor):
 
     def _cancel_command(self, native_id: str) -> list[str]:
         with self.ledger.lock:
-            self.ledger.states[native_id] = JobState.CANCELED
+            self.ledger.states[native_id] = self.ledger.cancelled_state
         return ["true"]
 
     def _query_status(self, native_ids: Sequence[str]) -> dict[str, NativeStatus]:
@@ -184,3 +186,44 @@ def test_a_cancel_is_reconciled_soon(executor: FakeBackend, ledger: Ledger) -> N
     job.cancel()
     status = job.wait(timeout=WAIT)
     assert status is not None and status.state is JobState.CANCELED
+
+
+def test_this_clients_cancel_is_canceled_when_the_scheduler_names_no_cause(
+        executor: FakeBackend, ledger: Ledger) -> None:
+    # a scheduler whose only word for an end is "ended" (Torque's C): the job this client
+    # cancelled, which recorded no exit code, was cancelled; another end stays FAILED
+    ledger.cancelled_state = JobState.FAILED
+    cancelled, other = submitted(executor, 2)
+    cancelled.cancel()
+    status = cancelled.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.CANCELED, status
+    assert "this client" in (status.message or "")
+    with ledger.lock:
+        ledger.states[other.native_id or ""] = JobState.FAILED
+    status = other.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.FAILED, status
+
+
+class LinkingBackend(FakeBackend):
+    links_at_submit = True
+    linked_before_accept: list[bool] = []
+
+    def _accept(self, item: Any, native_id: str, linked: bool) -> None:
+        # (before _accept the monitor does not know the job: only submit can link it)
+        self.linked_before_accept.append(JobDir.find(self.work_directory, native_id) is not None)
+        super()._accept(item, native_id, linked)
+
+
+def test_a_backend_linking_at_submit_has_the_link_when_submit_returns(
+        tmp_path: Path, ledger: Ledger) -> None:
+    LinkingBackend.ledger = ledger
+    work = tmp_path / "work"
+    ex = LinkingBackend(config={"work_directory": work, "burst_window": 0})
+    try:
+        job, = submitted(ex, 1)
+        # a submitter killed as submit() returns leaves the link behind
+        assert ex.linked_before_accept == [True]
+        found = JobDir.find(work, job.native_id or "")
+        assert found is not None and found.path.name == job.id
+    finally:
+        ex.close()

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from hpcjobs.executors.pbs.executor import pbs_exec_bin
+from hpcjobs.executors.pbs import pbs_exec_bin
 
 WAIT = 180.0  # upper bound for any wait (never a timing assertion)
 

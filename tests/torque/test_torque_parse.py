@@ -20,23 +20,27 @@ def recorded(step: str) -> str:
     return (RAW / f"{step}.stdout").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("step, letter, state", [
-    ("02-qstat-f-held", "Q", JobState.QUEUED),
-    ("03-qstat-f-running", "R", JobState.ACTIVE),
-    ("05-qstat-f-finished-exit-3", "C", JobState.FAILED),
-    ("13-qstat-f-cancelled", "C", JobState.FAILED),
+@pytest.mark.parametrize("step, letter, state, cause", [
+    ("02-qstat-f-held", "Q", JobState.QUEUED, None),
+    ("03-qstat-f-running", "R", JobState.ACTIVE, None),
+    ("05-qstat-f-finished-exit-3", "C", JobState.FAILED, None),
+    ("13-qstat-f-cancelled", "C", JobState.FAILED, None),
+    # ran 78 s of a 1-minute walltime: the wrappers' only sign of Slurm's TIMEOUT
+    ("17-qstat-f-walltime-killed", "C", JobState.FAILED, Cause.WALLTIME),
 ])
-def test_recorded_wrapper_records(step: str, letter: str, state: JobState) -> None:
+def test_recorded_wrapper_records(step: str, letter: str, state: JobState,
+                                  cause: Cause | None) -> None:
     jobs = parse_qstat_f(recorded(step))
     [(native_id, job)] = jobs.items()
-    assert native_id.isdigit() and job["Job_Name"] == "rec-job"
-    assert job["Resource_List.ncpus"] == "2" and job["Job_Owner"] == "root@localhost"
+    assert native_id.isdigit() and job["Job_Owner"] == "root@localhost"
+    assert job["Job_Name"] == ("long.sh" if cause else "rec-job")
+    assert job["Resource_List.ncpus"] == ("1" if cause else "2")
     ns = torque_native(native_id, job)
-    assert (ns.native_state, ns.state, ns.exit_code) == (letter, state, None)
+    assert (ns.native_state, ns.state, ns.exit_code, ns.cause) == (letter, state, None, cause)
     if letter == "C":  # the wrappers never show an exit status: saying so, not guessing
         assert ns.message is not None and "no exit status" in ns.message
     if letter != "Q":
-        assert ns.metadata["nodes"] == "vm/2"
+        assert ns.metadata["nodes"] == ("vm/1" if cause else "vm/2")
 
 
 def test_a_purged_job_is_no_record() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Callable
 
@@ -56,6 +57,18 @@ def test_exit_codes_come_from_the_job_files(executor: JobExecutor, tmp_path: Pat
     assert (status.state, status.exit_code) == (state, code), status
     if code == 0:
         assert out.read_text() == "out\n"
+
+
+def test_walltime_kill_ends_failed_saying_walltime(executor: JobExecutor) -> None:
+    # (the wrappers' walltimes are whole minutes: 1 s is Slurm's 1 minute, so this test
+    # takes one; the wrappers show no exit status: the run's length against the limit
+    # is their only sign of it)
+    job = Job(JobSpec("/bin/sleep", ["300"],
+                      attributes=JobAttributes(duration=timedelta(seconds=1))))
+    executor.submit(job)
+    status = finished(job)
+    assert status.state is JobState.FAILED, status
+    assert "walltime" in (status.message or "") and status.exit_code == -15, status
 
 
 def test_cancel_running_ends_canceled(executor: JobExecutor) -> None:

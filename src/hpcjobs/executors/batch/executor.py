@@ -132,6 +132,11 @@ class BatchSchedulerExecutor(JobExecutor):
     #: names (a trailing '_' makes a prefix) the scheduler sets in the job, which a
     #: captured environment must not override
     scheduler_variables: ClassVar[tuple[str, ...]] = ()
+    #: True: a job's id is linked to its directory before submit() returns, for a
+    #: scheduler that keeps no record of a job's exit status (no history, no accounting):
+    #: should the submitter die at once, the link is how an attach finds the job's exit
+    #: code. Else the monitor links it, off the submit path.
+    links_at_submit: ClassVar[bool] = False
 
     def __init__(self, url: Optional[str] = None,
                  config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> None:
@@ -330,7 +335,9 @@ class BatchSchedulerExecutor(JobExecutor):
             self._reject(item, _submit_error(self.name, e))
             return
         log.info("job %s submitted to %s as %s", item.job.id, self.name, native_id)
-        self._accept(item, native_id, linked=False)
+        if self.links_at_submit:
+            self._link_dir(item.job_dir, native_id)
+        self._accept(item, native_id, linked=self.links_at_submit)
 
     def _send_array(self, items: Sequence[Staged]) -> None:
         """One array for ``items`` (arrays.ArrayDir: a handful of files for all)."""

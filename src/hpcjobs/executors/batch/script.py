@@ -19,14 +19,14 @@ import math
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from ...environment import references
 from ...errors import InvalidJobException
 from ...spec import JobSpec
 
-__all__ = ["Expandable", "shell_quote", "render", "directive_value", "safe_job_name",
-           "walltime", "SHARED_TEMPLATES"]
+__all__ = ["Expandable", "shell_quote", "render", "directive_value", "custom_attributes",
+           "safe_job_name", "walltime", "SHARED_TEMPLATES"]
 
 #: where the templates every batch backend shares live (beside this module); a backend's
 #: own template lives in its package and names these as partials (``{{> batch_body}}``)
@@ -72,6 +72,20 @@ def directive_value(field: str, value: str) -> str:
             raise InvalidJobException(f"{field} contains {what}, which the batch "
                                       f"scheduler's directive parser cannot carry: {value!r}")
     return value
+
+
+def custom_attributes(spec: JobSpec, prefix: str, names: "re.Pattern[str]", what: str,
+                      reserved: Mapping[str, str]) -> Iterator[tuple[str, Any, str]]:
+    """The spec's ``<prefix>.<name>`` custom attributes as (name, value, field name),
+    each name checked: InvalidJobException naming the field when it does not match
+    ``names`` (``what`` a name must be) or is ``reserved`` (name -> why)."""
+    for name, value in spec.attributes.custom_for(prefix).items():
+        field = f"JobAttributes.custom_attributes['{prefix}.{name}']"
+        if not names.match(name):
+            raise InvalidJobException(f"{field}: {name!r} is not {what}")
+        if name in reserved:
+            raise InvalidJobException(f"{field}: {reserved[name]}")
+        yield name, value, field
 
 
 def safe_job_name(spec: JobSpec, limit: int) -> str:

@@ -3,7 +3,8 @@
 its state tables and its template (``pbs.mustache``), over the shared batch machinery of
 :mod:`hpcjobs.executors.batch`."""
 
-from .executor import PBSConfig, PBSJobExecutor, pbs_exec_bin
+from .commands import pbs_exec_bin
+from .executor import PBSConfig, PBSJobExecutor
 from .status import PBS_STATES
 from .torque import TORQUE_STATES, TorqueJobExecutor
 

@@ -14,13 +14,14 @@ from typing import Any, Optional
 
 from ...errors import InvalidJobException
 from ...spec import JobSpec
-from ..batch.script import directive_value
+from ..batch.script import custom_attributes, directive_value
 
 __all__ = ["custom", "pbs_resources", "torque_resources"]
 
 _ATTRIBUTE = re.compile(r"[a-z][a-z0-9_]*\Z")
 # -W attributes that would break how hpcjobs submits and follows the job
-_RESERVED = {"block", "sandbox", "stagein", "stageout"}
+_RESERVED = {name: f"-W {name} would change how hpcjobs runs and follows the job"
+             for name in ("block", "sandbox", "stagein", "stageout")}
 # advance (R), standing (S) and maintenance (M) reservation queues: R12 or R12.server
 _RESERVATION = re.compile(r"[RSM][0-9]+(\.[A-Za-z0-9_.-]+)?\Z")
 
@@ -88,14 +89,9 @@ def custom(spec: JobSpec) -> list[dict[str, str]]:
     """``pbs.<attribute>`` custom attributes as ``#PBS -W attribute=value`` lines:
     None leaves one out, booleans are ``true``/``false``."""
     out = []
-    for name, value in spec.attributes.custom_for("pbs").items():
-        field = f"JobAttributes.custom_attributes['pbs.{name}']"
-        if not _ATTRIBUTE.match(name):
-            raise InvalidJobException(f"{field}: {name!r} is not a PBS job attribute name "
-                                      "(lower-case letters, digits and '_')")
-        if name in _RESERVED:
-            raise InvalidJobException(f"{field}: -W {name} would change how hpcjobs runs "
-                                      "and follows the job")
+    for name, value, field in custom_attributes(
+            spec, "pbs", _ATTRIBUTE, "a PBS job attribute name (lower-case letters, digits "
+            "and '_')", _RESERVED):
         if value is None:
             continue
         text = str(value).lower() if isinstance(value, bool) else str(value)

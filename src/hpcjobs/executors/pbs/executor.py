@@ -1,10 +1,10 @@
 """``PBSJobExecutor``: PSI/J jobs as PBS batch jobs (``get_instance('pbs')``).
 
 The backend of :class:`~hpcjobs.executors.batch.BatchSchedulerExecutor` for OpenPBS / PBS
-Professional: the command lines (qsub, ``qstat -f -F json -x``, qdel, qselect) and the
-flavour's choice. The template is pbs.mustache beside this module (filled by
-directives.py), the state table is status.py's; the Torque flavour (torque.py) changes
-the command lines and the status parser. docs/pbs.md describes the behaviour; PBS's own
+Professional: the command lines (qsub, ``qstat -f -F json -x``, qdel, qselect). The
+template is pbs.mustache beside this module (filled by directives.py), the state table
+is status.py's, where the commands are and which flavour they are is commands.py's; the
+Torque flavour (torque.py) changes a few command lines and the status parser. docs/pbs.md describes the behaviour; PBS's own
 reference is the "PBS Professional Reference Guide" (qsub, qstat).
 """
 
@@ -14,7 +14,6 @@ import dataclasses
 import getpass
 import json
 import logging
-import os
 import re
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Optional, Sequence, Union
@@ -26,6 +25,7 @@ from ...spec import JobSpec
 from ..batch import BatchConfig, BatchSchedulerExecutor, JobDir, NativeStatus
 from ..batch.arrays import ArrayDir
 from ..batch.script import directive_value, safe_job_name, walltime
+from .commands import flavour_of, pbs_exec_bin
 from .directives import custom, pbs_resources
 from .status import native
 
@@ -43,7 +43,6 @@ _TRANSIENT = ("connection refused", "cannot connect to", "server busy", "communi
               "end of file", "timed out", "try again", "unable to contact slurm controller")
 # qstat's per-id errors for ids it has no record of (any other stderr is a failure)
 _UNKNOWN = re.compile(r"^qstat: (Unknown Job Id|.* Job has finished)")
-FLAVOURS = ("openpbs", "torque")
 
 
 @dataclasses.dataclass
@@ -266,34 +265,3 @@ class PBSJobExecutor(BatchSchedulerExecutor):
         # PBS's kill_delay (default 10 s) between the SIGTERM and SIGKILL of a deleted job
         return 15.0
 
-
-def pbs_exec_bin() -> Optional[Path]:
-    """``$PBS_EXEC/bin`` from the PBS configuration file, if it holds qstat."""
-    conf = Path(os.environ.get("PBS_CONF_FILE", "/etc/pbs.conf"))
-    try:
-        text = conf.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    m = re.search(r"^\s*PBS_EXEC\s*=\s*(\S+)", text, re.MULTILINE)
-    if m is None or not (Path(m.group(1)) / "bin" / "qstat").exists():
-        return None
-    return Path(m.group(1)) / "bin"
-
-
-def flavour_of(config: PBSConfig) -> str:
-    """The configured flavour, else OpenPBS when its configuration file names its
-    commands (no command run), else what ``qstat --version`` says: OpenPBS and PBS
-    Professional print ``pbs_version = ...``, Torque ``Version: ...``, Slurm's
-    Torque-style wrapper refuses the option (docs/pbs.md, Flavours)."""
-    if config.flavour is not None:
-        if config.flavour not in FLAVOURS:
-            raise ValueError(f"PBSConfig.flavour: {config.flavour!r} is not one of {FLAVOURS}")
-        return config.flavour
-    if config.bin_directory is None and pbs_exec_bin() is not None:
-        return "openpbs"
-    qstat = str(Path(config.bin_directory, "qstat")) if config.bin_directory else "qstat"
-    try:
-        result = external.run([qstat, "--version"], timeout=config.command_timeout, check=False)
-    except CommandError:
-        return "openpbs"  # no qstat to ask: the first command will say so
-    return "openpbs" if "pbs_version" in result.stdout + result.stderr else "torque"

@@ -59,6 +59,7 @@ class TorqueJobExecutor(PBSJobExecutor):
     # captured environment must not override either
     scheduler_variables = ("PBS_", "TMPDIR", "ENVIRONMENT", "SLURM_")
     has_history = False
+    links_at_submit = True  # (the wrappers show no exit status: the files are all)
     submit_arguments = "submit_args"
     # Torque's arrays (qsub -t, ids 123[4], PBS_ARRAYID) are not OpenPBS's and the
     # wrappers make Slurm arrays of them: every job is submitted alone
@@ -77,9 +78,12 @@ class TorqueJobExecutor(PBSJobExecutor):
 
     def _submit_command(self, job_dir: JobDir) -> list[str]:
         # -o/-j on the command line too: Slurm's qsub wrapper passes sbatch its own
-        # -o/-e (job.sh.o<id>) unless given them, and those override the #PBS lines
+        # -o/-e (job.sh.o<id>) unless given them, and those override the #PBS lines.
+        # -v: Torque's qsub exports only the variables named (and PBS_O_*), and the
+        # wrapper makes it sbatch --export=none,<them>; without -v sbatch would hand the
+        # job qsub's whole environment (the base captures it when the spec inherits it)
         return self._command("qsub", "-o", str(job_dir.batch_output), "-j", "oe",
-                             str(job_dir.script))
+                             "-v", f"HPCJOBS_JOB_DIR={job_dir.path}", str(job_dir.script))
 
     def _qstat(self, native_ids: Sequence[str], history: bool = True) -> dict[str, Any]:
         """``qstat -f <ids>`` (no ids: every job the server shows), parsed; Torque exits
@@ -129,6 +133,16 @@ def parse_qstat_f(text: str) -> dict[str, dict[str, str]]:
     return jobs
 
 
+def _run_time(job: dict[str, str]) -> Optional[float]:
+    """Seconds from start to end: Torque's start_time and comp_time (seconds since the
+    epoch), else the wrappers' mtime and ctime (their start and end, INDEX.md 03, 05)."""
+    start, end = job.get("start_time", ""), job.get("comp_time", "")
+    if start.isdigit() and end.isdigit():
+        return float(end) - float(start)
+    began, ended = timestamp(job.get("mtime")), timestamp(job.get("ctime"))
+    return ended - began if began is not None and ended is not None else None
+
+
 def torque_native(native_id: str, job: dict[str, str]) -> NativeStatus:
     """A ``qstat -f`` record in PSI/J terms. A ``C`` job without ``exit_status`` (the
     wrappers never show one) is FAILED saying so: its exit-code file, which the batch
@@ -147,6 +161,13 @@ def torque_native(native_id: str, job: dict[str, str]) -> NativeStatus:
     status = int(raw) if re.fullmatch(r"-?[0-9]+", raw) else None
     if status is None:
         ns.message = "Torque shows it ended (C) with no exit status"
+        limit = job.get("Resource_List.walltime", "")
+        ran = _run_time(job)
+        if ran is not None and re.fullmatch(r"[0-9]+:[0-9]{2}:[0-9]{2}", limit) and \
+                ran >= sum(int(n) * f for n, f in zip(limit.split(":"), (3600, 60, 1))):
+            # (the wrappers' only sign of Slurm's TIMEOUT: a run as long as the limit)
+            ns.cause = Cause.WALLTIME
+            ns.message = f"it ran for its whole walltime ({limit}); {ns.message}"
     elif status < 0:
         ns.cause, why = _TORQUE_KILLS.get(status, (None, f"Torque ended the job (JOB_EXEC "
                                                          f"code {status}, see the MoM's log)"))

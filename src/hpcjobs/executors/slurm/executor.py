@@ -26,7 +26,7 @@ from ...spec import JobSpec
 from ...state import JobState
 from ..batch import BatchSchedulerExecutor, JobDir, NativeStatus
 from ..batch.arrays import ArrayDir
-from ..batch.script import directive_value, safe_job_name, walltime
+from ..batch.script import custom_attributes, directive_value, safe_job_name, walltime
 
 __all__ = ["SlurmJobExecutor", "SLURM_STATES"]
 
@@ -79,8 +79,9 @@ _PENDING_TASKS = re.compile(r"([0-9]+)_\[([0-9,-]+)(?:%[0-9]+)?\]\Z")
 # long options of sbatch that custom attributes may set (their values are checked too)
 _OPTION = re.compile(r"[a-z][a-z0-9-]*\Z")
 # options that would break how hpcjobs runs and follows the job
-_RESERVED = {"output", "error", "input", "parsable", "wrap", "array", "wait", "chdir",
-             "export-file", "test-only", "help", "usage", "version"}
+_RESERVED = {option: f"hpcjobs sets --{option} itself" for option in (
+    "output", "error", "input", "parsable", "wrap", "array", "wait", "chdir", "export-file",
+    "test-only", "help", "usage", "version")}
 _REASON_NONE = {"None", "", "(null)"}
 _TRANSIENT = ("Socket timed out", "Unable to contact slurm controller",
               "Slurm temporarily unable to accept job", "Resource temporarily unavailable",
@@ -136,13 +137,9 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
         """``slurm.<option>`` custom attributes as #SBATCH lines: True is a flag,
         False/None leave the option out, anything else is its value."""
         out: list[dict[str, Optional[str]]] = []
-        for option, value in spec.attributes.custom_for("slurm").items():
-            field = f"JobAttributes.custom_attributes['slurm.{option}']"
-            if not _OPTION.match(option):
-                raise InvalidJobException(f"{field}: {option!r} is not an sbatch long option "
-                                          "name (lower-case letters, digits and '-')")
-            if option in _RESERVED:
-                raise InvalidJobException(f"{field}: hpcjobs sets --{option} itself")
+        for option, value, field in custom_attributes(
+                spec, "slurm", _OPTION, "an sbatch long option name (lower-case letters, "
+                "digits and '-')", _RESERVED):
             if value is None or value is False:
                 continue
             out.append({"option": option,
