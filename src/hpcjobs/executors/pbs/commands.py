@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 __all__ = ["FLAVOURS", "flavour_of", "pbs_exec_bin"]
 
 FLAVOURS = ("openpbs", "torque")
+# what `qstat --version` prints from Torque ("Version: 6.1.2") and from Slurm's Perl
+# Torque-style wrapper (Getopt::Long's "Unknown option: version"); OpenPBS prints
+# "pbs_version = 23.06.06"
+_TORQUE_VERSION = re.compile(r"^(Version: |Unknown option: version$)", re.MULTILINE)
 
 
 def pbs_exec_bin() -> Optional[Path]:
@@ -34,9 +38,9 @@ def pbs_exec_bin() -> Optional[Path]:
 
 def flavour_of(config: "PBSConfig") -> str:
     """The configured flavour, else OpenPBS when its configuration file names its
-    commands (no command run), else what ``qstat --version`` says: OpenPBS and PBS
-    Professional print ``pbs_version = ...``, Torque ``Version: ...``, Slurm's
-    Torque-style wrapper refuses the option (docs/pbs.md, Flavours)."""
+    commands (no command run), else Torque only when ``qstat --version`` says so
+    (Torque's ``Version: ...``, or Slurm's wrapper refusing the option): anything else,
+    a failing qstat included, keeps OpenPBS (docs/pbs.md, "Finding PBS's commands")."""
     if config.flavour is not None:
         if config.flavour not in FLAVOURS:
             raise ValueError(f"PBSConfig.flavour: {config.flavour!r} is not one of {FLAVOURS}")
@@ -48,4 +52,4 @@ def flavour_of(config: "PBSConfig") -> str:
         result = external.run([qstat, "--version"], timeout=config.command_timeout, check=False)
     except CommandError:
         return "openpbs"  # no qstat to ask: the first command will say so
-    return "openpbs" if "pbs_version" in result.stdout + result.stderr else "torque"
+    return "torque" if _TORQUE_VERSION.search(result.stdout + result.stderr) else "openpbs"
