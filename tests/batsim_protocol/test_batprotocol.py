@@ -16,6 +16,7 @@ import flatbuffers
 import pytest
 
 from hpcjobs.batsim_protocol.codecs import get_codec
+from hpcjobs.batsim_protocol.codecs import batprotocol_fast as fast
 from hpcjobs.batsim_protocol.codecs import batprotocol_fb as fb
 from hpcjobs.batsim_protocol.errors import ProtocolError
 from hpcjobs.batsim_protocol.events import Message, call_me_later, edc_hello
@@ -239,3 +240,44 @@ def test_the_direct_wire_path_and_the_generated_code_agree() -> None:
     assert parsed.events[2].event.state == fb.FinalJobState.COMPLETED_WALLTIME_REACHED
     assert parsed.events[3].event.allocation.hostAllocation == b"0-2"
     assert parsed.events[4].event.lastPeriodicCall is True
+
+
+_PER_JOB = Message(2.0, [
+    {"timestamp": 1.5, "type": "JOB_SUBMITTED", "data": {"job_id": "w0!7", "job": {
+        "id": "w0!7", "subtime": 1.5, "res": 3, "profile": "d12", "walltime": 60.0}}},
+    {"timestamp": 2.0, "type": "JOB_COMPLETED", "data": {
+        "job_id": "w0!5", "job_state": "COMPLETED_KILLED", "return_code": -9}},
+    {"timestamp": 2.0, "type": "EXECUTE_JOB", "data": {"job_id": "w0!7", "alloc": "0-2"}},
+    {"timestamp": 2.0, "type": "CALL_ME_LATER", "data": {"id": "", "timestamp": 30.0}},
+    {"timestamp": 2.0, "type": "REQUESTED_CALL", "data": {"id": "tick", "last_periodic_call": False}},
+    {"timestamp": 2.0, "type": "SIMULATION_ENDS", "data": {}},
+])
+
+
+def test_the_fast_reader_never_answers_differently_from_the_careful_one() -> None:
+    """Every truncation and every one-byte corruption of a message of the per-job
+    events: when the fast path answers, the careful reader (which refuses broken
+    buffers naming the field) gives the same answer; otherwise it decides alone."""
+    raw = codec.encode(_PER_JOB)
+    assert fast.decode(raw) == (_PER_JOB.now, _PER_JOB.events)
+    variants = [raw[:n] for n in range(len(raw))]
+    variants += [raw[:i] + bytes([b]) + raw[i + 1:] for i in range(len(raw)) for b in (0x00, 0x7f, 0xff)
+                 if raw[i] != b]
+    answered = 0
+    for variant in variants:
+        usual = fast.decode(variant)
+        if usual is None:
+            continue
+        answered += 1
+        assert repr(codec.decode_carefully(variant)) == repr(Message(*usual))  # repr: NaN is NaN
+    assert 0 < answered < len(variants)  # padding and values change; offsets do not pass
+
+
+def test_the_fast_writer_is_read_by_the_generated_code() -> None:
+    raw = codec.encode(_PER_JOB)
+    assert raw != codec.encode_generated(_PER_JOB)
+    parsed = fb.MessageT.InitFromObj(fb.Message.GetRootAs(raw, 0))
+    call = parsed.events[3].event
+    assert (call.callMeLaterId, call.whenType, call.when.time, call.when.timeUnit) == (
+        b"", fb.TemporalTrigger.OneShot, 30, fb.TimeUnit.Second)
+    assert codec.decode_carefully(raw) == _PER_JOB
