@@ -330,27 +330,34 @@ class _GiveUp(Exception):
     """Not the usual form: the careful reader decides."""
 
 
+_I8 = struct.Struct("<b").unpack_from
+_U8 = struct.Struct("<B").unpack_from
 _I32 = struct.Struct("<i").unpack_from
 _U32 = struct.Struct("<I").unpack_from
 _U16 = struct.Struct("<H").unpack_from
+_U64 = struct.Struct("<Q").unpack_from
 _F64 = struct.Struct("<d").unpack_from
+_UNPACK = {"b": _I8, "B": _U8, "?": _U8, "i": _I32, "I": _U32, "Q": _U64, "d": _F64}
 _VTABLES = [struct.Struct(f"<{n}H").unpack_from for n in range(64)]
+_VECTORS: dict[int, Callable[[bytes, int], tuple[int, ...]]] = {}
 _isfinite = math.isfinite
 
 
-def _table(buf: bytes, pos: int) -> tuple[int, ...]:
-    """The field offsets of the table at ``pos`` (0: absent)."""
+def _table(buf: bytes, pos: int, want: int) -> tuple[int, ...]:
+    """The field offsets (0: absent) of the table at ``pos``, at least ``want`` of them."""
     vt = pos - _I32(buf, pos)[0]
     if vt < 0:
         raise _GiveUp
     size = _U16(buf, vt)[0]
     if size < 4 or size & 1:
         raise _GiveUp
-    offsets: tuple[int, ...] = _VTABLES[(size - 4) // 2](buf, vt + 4)
-    return offsets
+    n = (size - 4) >> 1
+    offsets: tuple[int, ...] = _VTABLES[n](buf, vt + 4)
+    return offsets if n >= want else offsets + (0,) * (want - n)
 
 
 def _string(buf: bytes, at: int) -> str:
+    """The string the offset at ``at`` points to."""
     at += _U32(buf, at)[0]
     end = at + 4 + _U32(buf, at)[0]
     if end > len(buf):
@@ -358,104 +365,108 @@ def _string(buf: bytes, at: int) -> str:
     return buf[at + 4:end].decode()
 
 
-def _reader(add: Callable[[Any, Any], None]) -> tuple[int, Callable[[bytes, int], tuple[Any, ...]]]:
+def _child(buf: bytes, at: int) -> int:
+    """The position of the table the offset at ``at`` points to."""
+    offset: int = _U32(buf, at)[0]
+    return at + offset
+
+
+def _scalar(add: Callable[[Any, Any], None]) -> tuple[int, Callable[[bytes, int], tuple[Any, ...]]]:
     slot, code = _field(add)
-    return slot, struct.Struct("<" + ("I" if code == "o" else code)).unpack_from
+    return slot, _UNPACK[code]
 
 
-def _get(offsets: tuple[int, ...], slot: int) -> int:
-    return offsets[slot] if slot < len(offsets) else 0
-
-
-_TS, _KIND, _EVENT = (_reader(fb.EventAndTimestampAddTimestamp), _reader(fb.EventAndTimestampAddEventType),
-                      _field(fb.EventAndTimestampAddEvent)[0])
-_C_ID, _C_STATE, _C_RC = (_field(fb.JobCompletedEventAddJobId)[0], _reader(fb.JobCompletedEventAddState),
-                          _reader(fb.JobCompletedEventAddReturnCode))
+# the slots of what is read, as the generated builder functions state them
+_TS, _KIND, _EVENT = _field(fb.EventAndTimestampAddTimestamp)[0], _field(fb.EventAndTimestampAddEventType)[0], \
+    _field(fb.EventAndTimestampAddEvent)[0]
+_C_ID, (_C_STATE, _c_state), (_C_RC, _c_rc) = (_field(fb.JobCompletedEventAddJobId)[0],
+                                               _scalar(fb.JobCompletedEventAddState),
+                                               _scalar(fb.JobCompletedEventAddReturnCode))
 _S_ID, _S_JOB, _S_TIME, _S_PROFILE = (_field(fb.JobSubmittedEventAddJobId)[0], _field(fb.JobSubmittedEventAddJob)[0],
-                                      _reader(fb.JobSubmittedEventAddSubmissionTime),
+                                      _field(fb.JobSubmittedEventAddSubmissionTime)[0],
                                       _field(fb.JobSubmittedEventAddProfile)[0])
-_J_RES, _J_WALL, _J_EXTRA, _J_PROFILE = (_reader(fb.JobAddResourceRequest), _reader(fb.JobAddWalltime),
+_J_RES, _J_WALL, _J_EXTRA, _J_PROFILE = (_field(fb.JobAddResourceRequest)[0], _field(fb.JobAddWalltime)[0],
                                          _field(fb.JobAddExtraData)[0], _field(fb.JobAddProfileId)[0])
 _E_ID, _E_ALLOC = _field(fb.ExecuteJobEventAddJobId)[0], _field(fb.ExecuteJobEventAddAllocation)[0]
-_E_REST = (_field(fb.ExecuteJobEventAddProfileAllocationOverride)[0], _field(fb.ExecuteJobEventAddStoragePlacement)[0])
+_E_OVERRIDE, _E_STORAGE = (_field(fb.ExecuteJobEventAddProfileAllocationOverride)[0],
+                           _field(fb.ExecuteJobEventAddStoragePlacement)[0])
 _A_HOSTS, _A_TYPE, _A_PLACEMENT = (_field(fb.AllocationPlacementAddHostAllocation)[0],
-                                   _reader(fb.AllocationPlacementAddExecutorPlacementType),
+                                   _field(fb.AllocationPlacementAddExecutorPlacementType)[0],
                                    _field(fb.AllocationPlacementAddExecutorPlacement)[0])
-_R_ID, _R_LAST = _field(fb.RequestedCallEventAddCallMeLaterId)[0], _reader(fb.RequestedCallEventAddLastPeriodicCall)
-_L_ID, _L_TYPE, _L_WHEN = (_field(fb.CallMeLaterEventAddCallMeLaterId)[0], _reader(fb.CallMeLaterEventAddWhenType),
+_R_ID, _R_LAST = _field(fb.RequestedCallEventAddCallMeLaterId)[0], _field(fb.RequestedCallEventAddLastPeriodicCall)[0]
+_L_ID, _L_TYPE, _L_WHEN = (_field(fb.CallMeLaterEventAddCallMeLaterId)[0], _field(fb.CallMeLaterEventAddWhenType)[0],
                            _field(fb.CallMeLaterEventAddWhen)[0])
-_O_TIME, _O_UNIT = _reader(fb.OneShotAddTime), _reader(fb.OneShotAddTimeUnit)
+_O_TIME, _O_UNIT = _field(fb.OneShotAddTime)[0], _field(fb.OneShotAddTimeUnit)[0]
+# the scalar types the readers below use, as the generated code has them
+assert [_field(add)[1] for add in (
+    fb.EventAndTimestampAddTimestamp, fb.EventAndTimestampAddEventType, fb.JobSubmittedEventAddSubmissionTime,
+    fb.JobAddResourceRequest, fb.JobAddWalltime, fb.AllocationPlacementAddExecutorPlacementType,
+    fb.RequestedCallEventAddLastPeriodicCall, fb.CallMeLaterEventAddWhenType, fb.OneShotAddTime,
+    fb.OneShotAddTimeUnit)] == ["d", "B", "d", "I", "d", "B", "?", "B", "Q", "b"]
+_PREDEFINED = fb.ExecutorPlacement.PredefinedExecutorPlacementStrategyWrapper
+_ONE_SHOT, _SECOND = fb.TemporalTrigger.OneShot, fb.TimeUnit.Second
 
 
 def _read_completed(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
-    o = _table(buf, pos)
-    if not _get(o, _C_ID):
+    o = _table(buf, pos, 3)
+    if not o[_C_ID]:
         raise _GiveUp
-    state = _C_STATE[1](buf, pos + o[_C_STATE[0]])[0] if _get(o, _C_STATE[0]) else 0
-    if not 0 <= state < len(_STATES):
+    state = _c_state(buf, pos + o[_C_STATE])[0] if o[_C_STATE] else 0
+    if not 0 <= state < 5:
         raise _GiveUp
     return "JOB_COMPLETED", {"job_id": _string(buf, pos + o[_C_ID]), "job_state": _STATES[state],
-                             "return_code": _C_RC[1](buf, pos + o[_C_RC[0]])[0] if _get(o, _C_RC[0]) else 0}
+                             "return_code": _c_rc(buf, pos + o[_C_RC])[0] if o[_C_RC] else 0}
 
 
 def _read_submitted(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
-    o = _table(buf, pos)
-    if not (_get(o, _S_ID) and _get(o, _S_JOB)) or _get(o, _S_PROFILE):
+    o = _table(buf, pos, 4)
+    if not (o[_S_ID] and o[_S_JOB]) or o[_S_PROFILE]:
         raise _GiveUp
     job_id = _string(buf, pos + o[_S_ID])
-    at = pos + o[_S_JOB]
-    job = at + _U32(buf, at)[0]
-    j = _table(buf, job)
-    if not _get(j, _J_PROFILE) or _get(j, _J_EXTRA):
+    job = _child(buf, pos + o[_S_JOB])
+    j = _table(buf, job, 4)
+    if not j[_J_PROFILE] or j[_J_EXTRA]:
         raise _GiveUp
-    wall = _get(j, _J_WALL[0])
     return "JOB_SUBMITTED", {"job_id": job_id, "job": {
-        "id": job_id, "subtime": _S_TIME[1](buf, pos + o[_S_TIME[0]])[0] if _get(o, _S_TIME[0]) else 0.0,
-        "res": _J_RES[1](buf, job + j[_J_RES[0]])[0] if _get(j, _J_RES[0]) else 0,
-        "profile": _string(buf, job + j[_J_PROFILE]),
-        "walltime": _J_WALL[1](buf, job + wall)[0] if wall else -1}}
+        "id": job_id, "subtime": _F64(buf, pos + o[_S_TIME])[0] if o[_S_TIME] else 0.0,
+        "res": _U32(buf, job + j[_J_RES])[0] if j[_J_RES] else 0, "profile": _string(buf, job + j[_J_PROFILE]),
+        "walltime": _F64(buf, job + j[_J_WALL])[0] if j[_J_WALL] else -1}}
 
 
 def _read_execute(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
-    o = _table(buf, pos)
-    if not (_get(o, _E_ID) and _get(o, _E_ALLOC)) or any(_get(o, s) for s in _E_REST):
+    o = _table(buf, pos, 4)
+    if not (o[_E_ID] and o[_E_ALLOC]) or o[_E_OVERRIDE] or o[_E_STORAGE]:
         raise _GiveUp
-    at = pos + o[_E_ALLOC]
-    alloc = at + _U32(buf, at)[0]
-    a = _table(buf, alloc)
-    if not (_get(a, _A_HOSTS) and _get(a, _A_PLACEMENT) and _get(a, _A_TYPE[0])) or \
-            _A_TYPE[1](buf, alloc + a[_A_TYPE[0]])[0] != fb.ExecutorPlacement.PredefinedExecutorPlacementStrategyWrapper:
+    alloc = _child(buf, pos + o[_E_ALLOC])
+    a = _table(buf, alloc, 3)
+    if not (a[_A_HOSTS] and a[_A_PLACEMENT] and a[_A_TYPE]) or _U8(buf, alloc + a[_A_TYPE])[0] != _PREDEFINED:
         raise _GiveUp
-    at = alloc + a[_A_PLACEMENT]
-    _table(buf, at + _U32(buf, at)[0])  # the strategy: both place executor i on host i
+    _table(buf, _child(buf, alloc + a[_A_PLACEMENT]), 0)  # either strategy: executor i on host i
     return "EXECUTE_JOB", {"job_id": _string(buf, pos + o[_E_ID]), "alloc": _string(buf, alloc + a[_A_HOSTS])}
 
 
-def _read_called(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
-    o = _table(buf, pos)
-    if not _get(o, _R_ID):
-        raise _GiveUp
-    return "REQUESTED_CALL", {"id": _string(buf, pos + o[_R_ID]), "last_periodic_call":
-                              bool(_R_LAST[1](buf, pos + o[_R_LAST[0]])[0]) if _get(o, _R_LAST[0]) else False}
-
-
 def _read_call(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
-    o = _table(buf, pos)
-    if not (_get(o, _L_ID) and _get(o, _L_WHEN) and _get(o, _L_TYPE[0])) or \
-            _L_TYPE[1](buf, pos + o[_L_TYPE[0]])[0] != fb.TemporalTrigger.OneShot:
+    o = _table(buf, pos, 3)
+    if not (o[_L_ID] and o[_L_WHEN] and o[_L_TYPE]) or _U8(buf, pos + o[_L_TYPE])[0] != _ONE_SHOT:
         raise _GiveUp  # periodic: the careful reader
-    at = pos + o[_L_WHEN]
-    when = at + _U32(buf, at)[0]
-    w = _table(buf, when)
-    time = _O_TIME[1](buf, when + w[_O_TIME[0]])[0] if _get(w, _O_TIME[0]) else 0
-    unit = _O_UNIT[1](buf, when + w[_O_UNIT[0]])[0] if _get(w, _O_UNIT[0]) else fb.TimeUnit.Second
-    if unit != fb.TimeUnit.Second:
+    when = _child(buf, pos + o[_L_WHEN])
+    w = _table(buf, when, 2)
+    if (_I8(buf, when + w[_O_UNIT])[0] if w[_O_UNIT] else _SECOND) != _SECOND:
         raise _GiveUp
-    return "CALL_ME_LATER", {"id": _string(buf, pos + o[_L_ID]), "timestamp": float(time)}
+    return "CALL_ME_LATER", {"id": _string(buf, pos + o[_L_ID]),
+                             "timestamp": float(_U64(buf, when + w[_O_TIME])[0] if w[_O_TIME] else 0)}
+
+
+def _read_called(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
+    o = _table(buf, pos, 2)
+    if not o[_R_ID]:
+        raise _GiveUp
+    return "REQUESTED_CALL", {"id": _string(buf, pos + o[_R_ID]),
+                              "last_periodic_call": bool(_U8(buf, pos + o[_R_LAST])[0]) if o[_R_LAST] else False}
 
 
 def _read_ends(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
-    _table(buf, pos)
+    _table(buf, pos, 0)
     return "SIMULATION_ENDS", {}
 
 
@@ -470,25 +481,27 @@ def decode(buf: bytes) -> Optional[tuple[float, list[Event]]]:
     events in their usual form, else None (the careful reader then decides)."""
     try:
         root = _U32(buf, 0)[0]
-        o = _table(buf, root)
-        now = _F64(buf, root + o[_NOW[0]])[0] if _get(o, _NOW[0]) else 0.0
-        if not (_get(o, _EVENTS[0]) and _isfinite(now)):
+        o = _table(buf, root, 2)
+        now = _F64(buf, root + o[_NOW[0]])[0] if o[_NOW[0]] else 0.0
+        if not (o[_EVENTS[0]] and _isfinite(now)):
             return None
-        vec = root + o[_EVENTS[0]]
-        vec += _U32(buf, vec)[0]
+        vec = _child(buf, root + o[_EVENTS[0]])
         count = _U32(buf, vec)[0]
+        entries = _VECTORS.get(count)
+        if entries is None:
+            entries = _VECTORS[count] = struct.Struct(f"<{count}I").unpack_from
         events: list[Event] = []
-        for at in range(vec + 4, vec + 4 + 4 * count, 4):
-            item = at + _U32(buf, at)[0]
-            i = _table(buf, item)
-            kind = _KIND[1](buf, item + i[_KIND[0]])[0] if _get(i, _KIND[0]) else 0
-            stamp = _TS[1](buf, item + i[_TS[0]])[0] if _get(i, _TS[0]) else 0.0
-            read = _READERS.get(kind)
-            if read is None or not _get(i, _EVENT) or not _isfinite(stamp):
+        at = vec + 4
+        for offset in entries(buf, at):
+            item = at + offset
+            at += 4
+            i = _table(buf, item, 3)
+            read = _READERS.get(_U8(buf, item + i[_KIND])[0] if i[_KIND] else 0)
+            stamp = _F64(buf, item + i[_TS])[0] if i[_TS] else 0.0
+            if read is None or not i[_EVENT] or not _isfinite(stamp):
                 return None
-            at = item + i[_EVENT]
-            kind_name, data = read(buf, at + _U32(buf, at)[0])
-            events.append({"timestamp": stamp, "type": kind_name, "data": data})
+            kind, data = read(buf, _child(buf, item + i[_EVENT]))
+            events.append({"timestamp": stamp, "type": kind, "data": data})
         return now, events
     except (_GiveUp, struct.error, IndexError, UnicodeDecodeError):
         return None
