@@ -164,6 +164,12 @@ def warm_imports(protocols: list[str], folder: str) -> dict[str, str]:
     return env
 
 
+def _median(results: list[dict[str, object]]) -> dict[str, object]:
+    """The run of median wall time (the faster of the two middle ones)."""
+    ordered = sorted(results, key=lambda r: float(r["wall_s"]))  # type: ignore[arg-type]
+    return ordered[(len(ordered) - 1) // 2]
+
+
 def _wait(proc: "subprocess.Popen[bytes]") -> tuple[int, float]:
     """Exit code and peak RSS (MB) of this one child process."""
     _, status, usage = os.wait4(proc.pid, 0)
@@ -227,14 +233,22 @@ def main() -> None:
                         help="time Python's imports too: compiling the modules (this environment sets "
                              "PYTHONDONTWRITEBYTECODE), numpy pulled in by the flatbuffers runtime when "
                              "installed; by default both ends import and compile before the clock starts")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every protocol this many times, each round in another order (whichever "
+                             "runs later in a round was seen to get slower here); each line gives the run "
+                             "of median wall time and lists all rounds")
     args = parser.parse_args()
     if "legacy" in args.protocol and not args.redis_url:
         parser.error("--protocol legacy needs a Redis: --redis-url, or eval \"$(scripts/redis.sh up)\"")
     with tempfile.TemporaryDirectory() as folder:
         platform, workload = write_inputs(folder, args.jobs, args.hosts, args.seed, args.time_resolution)
         env = None if args.cold_imports else warm_imports(args.protocol, folder)
-        runs = {protocol: run(protocol, platform, workload, folder, args.redis_url, env=env)
-                for protocol in args.protocol}
+        rounds: dict[str, list[dict[str, object]]] = {protocol: [] for protocol in args.protocol}
+        for index in range(args.rounds):
+            shift = index % len(args.protocol)
+            for protocol in args.protocol[shift:] + args.protocol[:shift]:
+                rounds[protocol].append(run(protocol, platform, workload, folder, args.redis_url, env=env))
+        runs = {protocol: _median(results) for protocol, results in rounds.items()}
         real = run("json", platform, workload, folder, "", args.batsim) if args.batsim else None
         messages = max(int(r["messages"]) for r in runs.values())  # type: ignore[call-overload]
         baseline = zmq_baseline(f"ipc://{folder}/baseline.sock", min(messages, 50_000))
@@ -255,7 +269,9 @@ def main() -> None:
             "roundtrip_floor_jobs_per_s": round(baseline * args.jobs / messages, 1),
             "target": {"jobs_per_s": TARGET_JOBS_PER_S, "peak_mb": TARGET_PEAK_MB},
             "meets_target": jobs_per_s >= TARGET_JOBS_PER_S and peak_mb <= TARGET_PEAK_MB,
-            "warm_imports": not args.cold_imports,
+            "warm_imports": not args.cold_imports, "rounds": args.rounds,
+            "wall_s_rounds": [r["wall_s"] for r in rounds[protocol]],
+            "cpu_s_rounds": [r["cpu_s"] for r in rounds[protocol]],
         }))
     if real is not None and json_rate is not None:
         batsim_rate = args.jobs / float(real["wall_s"])  # type: ignore[arg-type]
