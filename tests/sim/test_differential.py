@@ -27,8 +27,9 @@ SEEDS = [1, 2, 4, 5, 9, 12, 13, 15, 20, 21, 22, 23, 25, 26,
          # rounding tie (6000050) compared as Batsim's message times allow (docs/sim.md)
          6000007, 6000029, 6000035, 6000050,
          # a parallel task ends exactly at its job's walltime (static 6000039, dynamic
-         # 6000071): Batsim ends it either way (walltime_ties)
-         6000039, 6000071]
+         # 6000071): Batsim ends it either way (walltime_ties); a 10 us run whose stretch
+         # shows 11 of Batsim's message transfers (7001229)
+         6000039, 6000071, 7001229]
 
 
 @pytest.fixture(scope="module")
