@@ -12,7 +12,7 @@ import selectors
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import IO, Optional, Sequence
+from typing import Optional, Sequence
 
 from .errors import CommandError
 
@@ -54,27 +54,27 @@ def run(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT,
         raise CommandError(args, None, "", str(e), reason="could not be run: not found") from e
     except PermissionError as e:
         raise CommandError(args, None, "", str(e), reason="could not be run: permission denied") from e
+    stdout: list[bytes] = []
+    stderr: list[bytes] = []
     with p:
-        assert p.stdout is not None and p.stderr is not None
-        output: dict[IO[bytes], list[bytes]] = {p.stdout: [], p.stderr: []}
         try:
-            _collect(p, output, t0 + timeout)
+            _collect(p, stdout, stderr, t0 + timeout)
         except _TimedOut:
             p.kill()
             p.wait()
-            out, err = (_text(chunks) for chunks in output.values())
-            raise CommandError(args, None, out, err, reason=f"timed out after {timeout:g} s") from None
-    out, err = (_text(chunks) for chunks in output.values())
+            raise CommandError(args, None, _text(stdout), _text(stderr),
+                               reason=f"timed out after {timeout:g} s") from None
+    out, err = _text(stdout), _text(stderr)
     log.debug("ran %s -> %d in %.3f s", args, p.returncode, time.monotonic() - t0)
     if check and p.returncode != 0:
         raise CommandError(args, p.returncode, out, err)
     return CommandResult(args, p.returncode, out, err)
 
 
-def _collect(p: "subprocess.Popen[bytes]", output: dict[IO[bytes], list[bytes]],
+def _collect(p: "subprocess.Popen[bytes]", stdout: list[bytes], stderr: list[bytes],
              deadline: float) -> None:
-    """Read the command's stdout and stderr into ``output`` until both close, then wait
-    for it to exit, all before ``deadline``.
+    """Read the command's output into ``stdout`` and ``stderr`` until both pipes close,
+    then wait for it to exit, all before ``deadline``.
 
     Not ``subprocess.run(timeout=...)``: its wait for a command that has closed its
     pipes but is not yet reaped sleeps in growing steps (0.5 ms, 1 ms, 2 ms, ...), a
@@ -82,13 +82,14 @@ def _collect(p: "subprocess.Popen[bytes]", output: dict[IO[bytes], list[bytes]],
     ``sbatch``. A pidfd (Linux 5.3) wakes at the exit itself.
     """
     with selectors.PollSelector() as selector:  # (no epoll instance for two pipes)
-        for stream in output:
-            selector.register(stream, selectors.EVENT_READ)
+        assert p.stdout is not None and p.stderr is not None  # (both are pipes)
+        selector.register(p.stdout, selectors.EVENT_READ, stdout)
+        selector.register(p.stderr, selectors.EVENT_READ, stderr)
         while selector.get_map():
             for key, _ in _select(selector, deadline):
                 data = os.read(key.fd, 65536)
                 if data:
-                    output[key.fileobj].append(data)  # type: ignore[index]
+                    key.data.append(data)
                 else:
                     selector.unregister(key.fileobj)
         if p.poll() is None:

@@ -288,11 +288,8 @@ class FluxJobExecutor(JobExecutor):
                    "final state and exit code are unknown (the instance was shut down or "
                    "cannot be reached)")
         with self._lock:
-            followed, self._jobs = self._jobs, {}
-            for jobid, (jobs, _events) in followed.items():
-                self._watcher.forget(jobid)
-                for job in jobs:
-                    self._set_job_status(job, JobStatus(JobState.FAILED, message=message))
+            for jobid in list(self._jobs):
+                self._end_unknown(jobid, message)
 
     def _apply(self, jobs: _Followers, events: JobEvents, jobid: int, handle: Any, name: str,
                timestamp: float, context: Mapping[str, Any],
