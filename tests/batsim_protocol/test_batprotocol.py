@@ -273,6 +273,26 @@ def test_the_fast_reader_never_answers_differently_from_the_careful_one() -> Non
     assert 0 < answered < len(variants)  # padding and values change; offsets do not pass
 
 
+def test_the_fast_reader_reads_its_own_blocks_whole_and_other_layouts_table_by_table(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks as the fast writer lays them out are recognised (one unpack of their
+    tables); the generated writer's layout is not, and is still read the same."""
+    whole: list[bool] = []
+    original = fast._Head.read
+
+    def counted(head: Any, buf: bytes, block: int) -> Any:
+        answer = original(head, buf, block)
+        whole.append(answer is not None)
+        return answer
+
+    monkeypatch.setattr(fast._Head, "read", counted)
+    assert fast.decode(codec.encode(_PER_JOB)) == (_PER_JOB.now, _PER_JOB.events)
+    assert whole.count(True) == len(_PER_JOB.events)
+    whole.clear()
+    assert fast.decode(codec.encode_generated(_PER_JOB)) == (_PER_JOB.now, _PER_JOB.events)
+    assert True not in whole
+
+
 def test_the_fast_writer_is_read_by_the_generated_code() -> None:
     raw = codec.encode(_PER_JOB)
     assert raw != codec.encode_generated(_PER_JOB)

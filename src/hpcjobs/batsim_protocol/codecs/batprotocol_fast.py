@@ -7,17 +7,22 @@ simulation exchanges these few events (JobSubmitted, JobCompleted, ExecuteJob,
 CallMeLater, RequestedCall, SimulationEnds) by the million.
 
 **Writing.** An event is one position-independent block: the message's
-``EventAndTimestamp`` table, the event's tables, then its strings (FlatBuffers offsets
-are relative, children after their parent). For given string lengths the block's layout
-is fixed, so it is computed once (a :class:`_Shape`: one ``struct`` format, the
-constants of its vtables and offsets) and each event is one ``pack`` of its values.
+``EventAndTimestamp`` table, the event's tables, then all its strings (FlatBuffers
+offsets are relative, children after their parent). For given string lengths the
+block's layout is fixed, so it is computed once (a :class:`_Shape`: one ``struct``
+format, the constants of its vtables and offsets) and each event is one ``pack`` of its
+values.
 Slots, scalar types and table sizes are not written here: they are read from the
 flatc-generated builder functions (``JobCompletedEventAddReturnCode`` says slot 2, an
 int32), so the generated code stays the one source of the schema's layout.
 
 **Reading.** :func:`decode` reads a message whose events are all of these kinds and in
 the usual form (no forwarded profile, no custom placement, ...), with the bounds checks
-that keep a read inside the buffer. Anything else — another event, an unusual variant,
+that keep a read inside the buffer. A block laid out as written here (its tables come
+before its strings, so they do not move with the strings' lengths) is read with one
+``unpack`` of its tables, answered only when every vtable, offset between tables and
+union type is the one written (:class:`_Head`); another writer's layout (flatc's, Batsim
+5's C++) is read table by table. Anything else — another event, an unusual variant,
 a missing field, an offset outside the buffer, a bad string — makes it give up and
 return None, and the codec's careful reader (``batprotocol.py``) decodes the message or
 refuses it naming the field. The fast path never decides that a buffer is bad.
@@ -26,6 +31,7 @@ refuses it naming the field. The fast path never decides that a buffer is bad.
 from __future__ import annotations
 
 import math
+import operator
 import re
 import struct
 from typing import Any, Callable, Optional, Union
@@ -110,10 +116,14 @@ _Node = Union[_Table, _Str]
 
 
 class _Shape:
-    """One block layout for given string lengths: a ``struct`` and its argument list,
-    constants filled in, with the positions of the variables."""
+    """One block layout for given string lengths: a ``struct`` whose arguments are the
+    layout's constants and the event's values, put in order by one ``itemgetter``.
 
-    __slots__ = ("struct", "args", "where", "size")
+    The tables come first, the strings last: the tables' part (the block's *head*) is
+    then the same whatever the strings' lengths, which lets the reader check a whole head
+    with one ``unpack`` (:class:`_Head`)."""
+
+    __slots__ = ("struct", "order", "consts", "size", "head", "root_fields")
 
     def __init__(self, root: _Table, names: tuple[str, ...], lengths: dict[str, int]) -> None:
         fmt = ["<"]
@@ -122,6 +132,7 @@ class _Shape:
         where: dict[str, int] = {}
         patches: list[tuple[int, int, _Node]] = []  # (argument index, field position, target)
         placed: dict[int, int] = {}  # id(node) -> position of the table / string
+        root_fields: dict[int, int] = {}  # slot -> field offset in the root table
 
         def pad(n: int) -> None:
             nonlocal at
@@ -139,18 +150,10 @@ class _Shape:
             args.append(value)
             at += struct.calcsize("<" + code)
 
-        queue: list[_Node] = [root]
-        while queue:
-            node = queue.pop(0)
-            if isinstance(node, _Str):
-                pad(4)
-                placed[id(node)] = at
-                n = lengths[node.name]
-                put("I", n)
-                put(f"{n}s", node.name)
-                fmt.append("x")  # the terminating NUL
-                at += 1
-                continue
+        tables: list[_Table] = [root]
+        strings: list[_Str] = []
+        while tables:
+            node = tables.pop(0)
             # the vtable, then the table: soffset, fields biggest first (no padding between)
             order = sorted(node.fields, key=lambda f: -_SIZES[f[1]])
             rel, offsets = 4, {}
@@ -158,35 +161,101 @@ class _Shape:
                 rel += -rel % _SIZES[code]
                 offsets[slot] = rel
                 rel += _SIZES[code]
+            if node is root:
+                root_fields.update(offsets)
             pad(2)
             vtable = at
             for value in (4 + 2 * node.slots, rel, *[offsets.get(s, 0) for s in range(node.slots)]):
                 put("H", value)
             pad(8)
-            table = placed[id(node)] = at
-            put("i", table - vtable)
+            placed[id(node)] = at
+            put("i", at - vtable)
             for slot, code, value in order:
                 pad(_SIZES[code])
                 if code == "o":
                     patches.append((len(args), at, value))
                     put("I", 0)
-                    queue.append(value)
+                    if isinstance(value, _Str):
+                        strings.append(value)
+                    else:
+                        tables.append(value)
                 else:
                     put(code, value.value if isinstance(value, _Const) else value)
+        pad(4)
+        head_args = len(args)
+        head_fmt = "".join(fmt)
+        for string in strings:
+            pad(4)
+            placed[id(string)] = at
+            n = lengths[string.name]
+            put("I", n)
+            put(f"{n}s", string.name)
+            fmt.append("x")  # the terminating NUL
+            at += 1
         pad(8)
+        string_fields = {index for index, _, target in patches if isinstance(target, _Str)}
         for index, position, target in patches:
             args[index] = placed[id(target)] - position
         self.struct = struct.Struct("".join(fmt))
-        self.args = [None if isinstance(a, str) else a for a in args]
-        self.where = tuple(where[name] for name in names)
+        # the constants, then the values: one itemgetter puts them in the struct's order
+        constant = [i for i, a in enumerate(args) if not isinstance(a, str)]
+        self.consts = tuple(args[i] for i in constant)
+        slot_of = {i: k for k, i in enumerate(constant)}
+        value_at = {where[name]: len(constant) + k for k, name in enumerate(names)}
+        self.order = operator.itemgetter(*[slot_of[i] if i in slot_of else value_at[i] for i in range(len(args))])
         self.size = at
+        # what the reader checks and reads in the head: the constants (string offsets
+        # aside, they depend on the lengths), the values, the strings' offset fields
+        fixed = [i for i in constant if i < head_args and i not in string_fields]
+        in_head = [n for n in names if where[n] < head_args]
+        read = in_head + [t.name for _, _, t in patches if isinstance(t, _Str)]
+        self.head = _Head(head_fmt, fixed, [args[i] for i in fixed], [where[n] for n in in_head],
+                          [(index, position) for index, position, target in patches if isinstance(target, _Str)],
+                          [read.index(n) for n in names])
+        self.root_fields = root_fields
         assert placed[id(root)] == _ITEM_TABLE  # the root's vtable, then the root
 
     def pack(self, values: tuple[Any, ...]) -> bytes:
-        args = self.args[:]
-        for index, value in zip(self.where, values):
-            args[index] = value
-        return self.struct.pack(*args)
+        return self.struct.pack(*self.order(self.consts + values))
+
+
+class _Head:
+    """The tables of a block as :class:`_Shape` lays them out: :meth:`read` unpacks them
+    in one call and answers only when every constant (vtables, offsets between tables,
+    union types) is as written here, so the fields are where this layout puts them."""
+
+    __slots__ = ("unpack", "fixed", "consts", "values", "strings", "order")
+
+    def __init__(self, fmt: str, fixed: list[int], consts: list[Any], values: list[int],
+                 strings: list[tuple[int, int]], order: list[int]) -> None:
+        self.unpack = struct.Struct(fmt).unpack_from
+        self.fixed = _getter(fixed)
+        self.consts = tuple(consts)
+        self.values = _getter(values)
+        self.strings = strings
+        self.order = _getter(order)
+
+    def read(self, buf: bytes, block: int) -> Optional[tuple[Any, ...]]:
+        """The values then the strings of the block at ``block``, or None."""
+        v = self.unpack(buf, block)
+        if self.fixed(v) != self.consts:
+            return None
+        out: tuple[Any, ...] = self.values(v)
+        for index, position in self.strings:
+            at = block + position + v[index]
+            end = at + 4 + _U32(buf, at)[0]
+            if end > len(buf):
+                raise _GiveUp
+            out += (buf[at + 4:end].decode(),)
+        return self.order(out)
+
+
+def _getter(indexes: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """``itemgetter`` that always answers a tuple (also of one or no item)."""
+    if len(indexes) == 1:
+        index = indexes[0]
+        return lambda v: (v[index],)
+    return operator.itemgetter(*indexes) if indexes else (lambda v: ())
 
 
 class _Block:
@@ -200,6 +269,11 @@ class _Block:
         self.strings = [n for n in self.names if self._is_string(self.root, n)]
         self.string_at = [self.names.index(n) for n in self.strings]
         self.shapes: dict[tuple[int, ...], _Shape] = {}
+        some = _Shape(self.root, self.names, {name: 0 for name in self.strings})
+        #: the reader of the block's tables, whatever the strings' lengths
+        self.head = some.head
+        #: where the union type is, from the EventAndTimestamp table
+        self.kind_at = some.root_fields[_field(fb.EventAndTimestampAddEventType)[0]]
 
     @classmethod
     def _is_string(cls, node: _Node, name: str) -> bool:
@@ -476,6 +550,43 @@ _READERS: dict[int, Callable[[bytes, int], tuple[str, dict[str, Any]]]] = {
     fb.Event.CallMeLaterEvent: _read_call, fb.Event.SimulationEndsEvent: _read_ends}
 
 
+def _made_submitted(v: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
+    return "JOB_SUBMITTED", {"job_id": v[1], "job": {"id": v[1], "subtime": v[2], "res": v[3], "profile": v[4],
+                                                     "walltime": -1}}
+
+
+def _made_submitted_walltime(v: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
+    return "JOB_SUBMITTED", {"job_id": v[1], "job": {"id": v[1], "subtime": v[2], "res": v[3], "profile": v[5],
+                                                     "walltime": v[4]}}
+
+
+def _made_completed(v: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
+    if not 0 <= v[2] < 5:
+        raise _GiveUp
+    return "JOB_COMPLETED", {"job_id": v[1], "job_state": _STATES[v[2]], "return_code": v[3]}
+
+
+def _made_call(v: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
+    if v[3] != _SECOND:
+        raise _GiveUp
+    return "CALL_ME_LATER", {"id": v[1], "timestamp": float(v[2])}
+
+
+#: the blocks :func:`encode` writes, by union type: their head and what makes the event
+#: of their values (in the order of the block's names)
+_BY_KIND: dict[int, list[tuple[_Head, Callable[[tuple[Any, ...]], tuple[str, dict[str, Any]]]]]] = {
+    fb.Event.JobSubmittedEvent: [(_SUBMITTED[False].head, _made_submitted),
+                                 (_SUBMITTED[True].head, _made_submitted_walltime)],
+    fb.Event.JobCompletedEvent: [(_COMPLETED.head, _made_completed)],
+    fb.Event.ExecuteJobEvent: [(_EXECUTE.head, lambda v: ("EXECUTE_JOB", {"job_id": v[1], "alloc": v[2]}))],
+    fb.Event.CallMeLaterEvent: [(_CALL.head, _made_call)],
+    fb.Event.RequestedCallEvent: [(_CALLED.head, lambda v: ("REQUESTED_CALL", {
+        "id": v[1], "last_periodic_call": bool(v[2])}))],
+    fb.Event.SimulationEndsEvent: [(_ENDS.head, lambda v: ("SIMULATION_ENDS", {}))]}
+_KIND_AT = _ENDS.kind_at
+assert all(block.kind_at == _KIND_AT for block in (*_SUBMITTED.values(), _COMPLETED, _EXECUTE, _CALL, _CALLED))
+
+
 def decode(buf: bytes) -> Optional[tuple[float, list[Event]]]:
     """``now`` and the events of ``buf`` when it is a message of the usual per-job
     events in their usual form, else None (the careful reader then decides)."""
@@ -495,6 +606,21 @@ def decode(buf: bytes) -> Optional[tuple[float, list[Event]]]:
         for offset in entries(buf, at):
             item = at + offset
             at += 4
+            # as this module writes it: the whole block at once
+            if item >= _ITEM_TABLE:
+                for head, make in _BY_KIND.get(buf[item + _KIND_AT], ()):
+                    values = head.read(buf, item - _ITEM_TABLE)
+                    if values is not None:
+                        if not _isfinite(values[0]):
+                            return None
+                        kind, data = make(values)
+                        events.append({"timestamp": values[0], "type": kind, "data": data})
+                        break
+                else:
+                    values = None
+                if values is not None:
+                    continue
+            # as another writer may lay it out: table by table
             i = _table(buf, item, 3)
             read = _READERS.get(_U8(buf, item + i[_KIND])[0] if i[_KIND] else 0)
             stamp = _F64(buf, item + i[_TS])[0] if i[_TS] else 0.0
