@@ -12,7 +12,7 @@ import selectors
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from .errors import CommandError
 
@@ -37,13 +37,18 @@ class _TimedOut(Exception):
     """The command outlived its deadline."""
 
 
-def run(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT,
-        check: bool = True) -> CommandResult:
+def run(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, check: bool = True,
+        meanwhile: Optional[Callable[[], None]] = None) -> CommandResult:
     """Run ``argv`` (stdin empty) and return its output.
 
     Raises ``CommandError`` when the program is missing, times out (it is killed), or
     (with ``check``) exits non-zero. Output is decoded as UTF-8 with replacement, so a
     stray byte in a scheduler's output never breaks a status query.
+
+    ``meanwhile`` is called once the command has started, while it runs: work the
+    caller would otherwise do before or after it (a scheduler command mostly waits on
+    its server). An exception it raises is logged, never raised: the command's outcome
+    must reach the caller.
     """
     args = [str(a) for a in argv]
     t0 = time.monotonic()
@@ -57,6 +62,11 @@ def run(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT,
     stdout: list[bytes] = []
     stderr: list[bytes] = []
     with p:
+        if meanwhile is not None:
+            try:
+                meanwhile()
+            except Exception:  # (a bug there must not lose what the command did)
+                log.exception("while %s ran", args[0])
         try:
             _collect(p, stdout, stderr, t0 + timeout)
         except _TimedOut:

@@ -227,3 +227,45 @@ def test_a_backend_linking_at_submit_has_the_link_when_submit_returns(
         assert found is not None and found.path.name == job.id
     finally:
         ex.close()
+
+
+def spares(work: Path) -> list[Path]:
+    return sorted(work.glob(".spare-*"))
+
+
+def test_a_lone_jobs_directory_is_made_while_the_previous_submit_command_runs(
+        executor: FakeBackend) -> None:
+    work = executor.work_directory
+    first, = submitted(executor, 1)
+    spare, = spares(work)  # made while the first job's submit command ran
+    assert spare.stat().st_mode & 0o777 == 0o700
+    assert (spare / "batch.out").stat().st_mode & 0o777 == 0o600
+    assert (spare / "batch.out").read_bytes() == b""
+    inode = spare.stat().st_ino
+    second, = submitted(executor, 1)
+    assert (work / second.id).stat().st_ino == inode  # the second job took it
+    assert (work / second.id / "job.sh").is_file() and (work / first.id / "job.sh").is_file()
+    assert len(spares(work)) == 1 and spares(work) != [spare]  # and the next is ready
+    executor.close()
+    assert spares(work) == []
+
+
+def test_a_spare_directory_removed_by_someone_else_costs_nothing(executor: FakeBackend) -> None:
+    submitted(executor, 1)
+    spare, = spares(executor.work_directory)
+    (spare / "batch.out").unlink()
+    spare.rmdir()
+    job, = submitted(executor, 1)
+    assert job.native_id is not None
+    assert (executor.work_directory / job.id / "batch.out").is_file()
+
+
+def test_a_forgotten_executor_leaves_no_spare_directory(tmp_path: Path, ledger: Ledger) -> None:
+    FakeBackend.ledger = ledger
+    ex = FakeBackend(config={"work_directory": tmp_path / "work", "burst_window": 0})
+    submitted(ex, 1)
+    assert len(spares(tmp_path / "work")) == 1
+    del ex
+    import gc
+    gc.collect()
+    assert spares(tmp_path / "work") == []

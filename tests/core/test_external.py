@@ -67,3 +67,19 @@ def test_a_command_that_closes_its_output_before_it_exits() -> None:
     with pytest.raises(CommandError) as e:
         run(["/bin/sh", "-c", "exec >&- 2>&-; sleep 30"], timeout=1)
     assert "timed out" in str(e.value)
+
+
+def test_meanwhile_runs_while_the_command_does_and_its_error_loses_nothing(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    gate = tmp_path / "gate"
+    seen: list[bool] = []
+
+    def meanwhile() -> None:
+        seen.append(True)
+        gate.write_text("go")  # the command waits for it: so it ran while the command did
+        raise RuntimeError("a bug in meanwhile")
+
+    script = f'while [ ! -e "{gate}" ]; do sleep 0.01; done; echo done'
+    result = run(["sh", "-c", script], timeout=30, meanwhile=meanwhile)
+    assert seen == [True] and result.stdout == "done\n"
+    assert "a bug in meanwhile" in caplog.text

@@ -43,7 +43,8 @@ import time
 import weakref
 from abc import abstractmethod
 from pathlib import Path
-from typing import Any, ClassVar, Hashable, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import (Any, Callable, ClassVar, Hashable, Iterable, List, Mapping, Optional,
+                    Sequence, Union)
 
 from ... import external
 from ...errors import BulkSubmitException, CommandError, SubmitException
@@ -153,6 +154,10 @@ class BatchSchedulerExecutor(JobExecutor):
         self._order = itertools.count()
         self._wake_at = float("inf")  # when the monitor's next tick comes (monotonic)
         self._changes: Optional[ChangeNotes] = None  # made on the first submit
+        # a lone job's directory made ahead of it, while the previous submit command ran
+        # (jobdir.py); a list, so that the finalizer of a forgotten executor removes it
+        self._spare: list[JobDir] = []
+        weakref.finalize(self, _remove_spares, self._spare)
         self._accounting: Optional[bool] = None  # None: not probed yet
         self._monitor = PeriodicTask(f"hpcjobs-{self.name}-{self._instance}-monitor", self._tick)
         self._monitor_finalizer = weakref.finalize(self, self._monitor.stop, False)
@@ -319,7 +324,7 @@ class BatchSchedulerExecutor(JobExecutor):
 
     def _send_alone(self, item: Staged) -> None:
         try:
-            item.job_dir = JobDir.create(self.work_directory, item.job.id)
+            item.job_dir = self._new_job_dir(item.job.id)
         except OSError as e:
             self._reject(item, _submit_error(self.name, e))
             return
@@ -327,7 +332,8 @@ class BatchSchedulerExecutor(JobExecutor):
             item.job_dir.write_script(item.script)
             if self._captures_environment(item.job.spec):
                 item.job_dir.write_environment(os.environ, self.scheduler_variables)
-            native_id = self._run_submit(item.job_dir, self._submit_command(item.job_dir))
+            native_id = self._run_submit(item.job_dir, self._submit_command(item.job_dir),
+                                         meanwhile=self._make_spare)
         except BaseException as e:
             item.job_dir.remove()
             if not isinstance(e, Exception):
@@ -338,6 +344,34 @@ class BatchSchedulerExecutor(JobExecutor):
         if self.links_at_submit:
             self._link_dir(item.job_dir, native_id)
         self._accept(item, native_id, linked=self.links_at_submit)
+
+    def _new_job_dir(self, name: str) -> JobDir:
+        """The job directory ``name``: the spare renamed (one mkdir and one file creation
+        fewer on the submit path), else made now."""
+        with self._lock:
+            spare = self._spare.pop() if self._spare else None
+        if spare is not None:
+            try:
+                return spare.adopt(name)
+            except OSError as e:  # (someone removed it: make the directory as usual)
+                log.debug("%s: spare job directory %s unusable: %s", self.name, spare.path, e)
+        return JobDir.create(self.work_directory, name)
+
+    def _make_spare(self) -> None:
+        """Make the next lone job's directory (called while a submit command runs)."""
+        with self._lock:
+            if self._spare or self._closed:
+                return
+        try:
+            spare = JobDir.spare(self.work_directory)
+        except OSError as e:  # (the next submit makes its own, and says why if it cannot)
+            log.debug("%s: cannot make a spare job directory: %s", self.name, e)
+            return
+        with self._lock:
+            if not self._spare and not self._closed:
+                self._spare.append(spare)
+                return
+        spare.remove()  # another thread made one meanwhile, or the executor closed
 
     def _send_array(self, items: Sequence[Staged]) -> None:
         """One array for ``items`` (arrays.ArrayDir: a handful of files for all)."""
@@ -514,9 +548,11 @@ class BatchSchedulerExecutor(JobExecutor):
         except ValueError:
             return self._find_submitted(job_dir)
 
-    def _run_submit(self, job_dir: JobDir, argv: List[str]) -> str:
+    def _run_submit(self, job_dir: JobDir, argv: List[str],
+                    meanwhile: Optional[Callable[[], None]] = None) -> str:
         try:
-            result = external.run(argv, timeout=self.config.command_timeout)
+            result = external.run(argv, timeout=self.config.command_timeout,
+                                  meanwhile=meanwhile)
         except CommandError as e:
             # a submit command that timed out may have submitted the job all the same:
             # never leave it running unknown to us
@@ -545,6 +581,8 @@ class BatchSchedulerExecutor(JobExecutor):
             self._link(t)
         if changes is not None:
             changes.remove()
+        with self._lock:
+            _remove_spares(self._spare)
 
     def _schedule(self, t: _Tracked, delay: float) -> bool:
         """Ask the scheduler about ``t`` within ``delay`` seconds, resetting its backoff.
@@ -925,6 +963,15 @@ def _submit_error(scheduler: str, error: Exception) -> SubmitException:
     if isinstance(error, SubmitException):
         return error
     return SubmitException(f"{scheduler}: the submission failed: {error!r}", error)
+
+
+def _remove_spares(spares: list[JobDir]) -> None:
+    """Remove the spare job directories (an executor closed or collected)."""
+    while spares:
+        try:
+            spares.pop().remove()
+        except OSError:
+            pass
 
 
 def _stream(path: Optional[Path]) -> Optional[str]:

@@ -10,6 +10,12 @@ Layout (``<work directory>/<job id>/``, mode 0700)::
     exitcode     "<status> <caught signal or ->" written when the script ends, also when
                  it is terminated with SIGTERM (walltime, cancel), via a trap
 
+A lone job's directory is usually made ahead of its job, while the previous submit
+command runs, as ``<work directory>/.spare-<uuid>/`` (with its ``batch.out``), and
+renamed to the job's id when a job takes it (:meth:`JobDir.spare`, :meth:`JobDir.adopt`):
+the submit path then pays a rename instead of a mkdir and a file creation. The leading
+dot keeps a spare out of the way; it holds nothing but an empty ``batch.out``.
+
 ``<work directory>/ids/<native id>`` is a symlink to the job's directory (made by the
 executor's monitor thread soon after the submit), so an executor in another process can
 attach to the job by native id and still read its files. (A job sent in a scheduler
@@ -21,6 +27,7 @@ sees half a record.
 from __future__ import annotations
 
 import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
@@ -39,6 +46,7 @@ STARTED = "started"
 EXIT = "exitcode"
 ENVIRONMENT = "environment"
 _IDS = "ids"
+_SPARE = ".spare-"
 # variables that describe the submitting shell, not the environment (and bash's
 # read-only ones, which cannot be exported)
 _SHELL_OWN = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "BASHOPTS", "BASH_VERSINFO", "EUID",
@@ -77,6 +85,18 @@ class JobDir:
         path.mkdir(mode=DIR_MODE)
         create(path / BATCH_OUT, b"")
         return cls(path)
+
+    @classmethod
+    def spare(cls, work_dir: Path) -> "JobDir":
+        """A job directory made before its job is known (see the module docstring)."""
+        return cls.create(work_dir, f"{_SPARE}{uuid.uuid4().hex}")
+
+    def adopt(self, name: str) -> "JobDir":
+        """This spare directory, renamed ``name`` (which must not exist: rename(2) would
+        replace an empty directory, but job ids are unique)."""
+        path = self.path.with_name(name)
+        os.rename(self.path, path)
+        return JobDir(path)
 
     @classmethod
     def find(cls, work_dir: Path, native_id: str) -> Optional["JobDir"]:
