@@ -19,7 +19,7 @@ import math
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ...environment import references
 from ...errors import InvalidJobException
@@ -123,16 +123,100 @@ def _source(path: Path) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _parsed(path: Path) -> Any:
-    # parsing costs about as much as rendering: once per template and process
+def _compiled(path: Path) -> Callable[[Mapping[str, Any]], str]:
+    """The template, parsed once per process by pystache (its mustache grammar: sections,
+    standalone lines, comments) and turned into nested closures: rendering a job's script
+    then costs what its values do, not pystache's generic context stack (most of what a
+    submit paid to render, issue 17). A node it does not know (delimiter changes apart)
+    leaves the template to pystache's own renderer."""
     import pystache  # imported on first use: importing hpcjobs stays cheap
-    return pystache.parse(_source(path))
+    parsed = pystache.parse(_source(path))
+    try:
+        body = _compile_nodes(parsed._parse_tree)
+    except _Unsupported:
+        renderer = pystache.Renderer(escape=shell_quote, missing_tags="strict")
+        return lambda context: str(renderer.render(parsed, context))
+
+    def render(context: Mapping[str, Any]) -> str:
+        out: list[str] = []
+        body([dict(context)], out)
+        return "".join(out)
+    return render
 
 
-@functools.lru_cache(maxsize=1)
-def _renderer() -> Any:
-    import pystache
-    return pystache.Renderer(escape=shell_quote, missing_tags="strict")
+class _Unsupported(Exception):
+    """A template node the compiled renderer leaves to pystache."""
+
+
+# a compiled node: (the context stack, innermost last; the output) -> None
+_Node = Callable[[list[Any], list[str]], None]
+_MISSING = object()
+
+
+def _compile_nodes(nodes: Sequence[Any]) -> _Node:
+    compiled = [_compile_node(node) for node in nodes]
+
+    def run(stack: list[Any], out: list[str]) -> None:
+        for node in compiled:
+            node(stack, out)
+    return run
+
+
+def _compile_node(node: Any) -> _Node:
+    kind = type(node).__name__
+    if isinstance(node, str):
+        text = node
+        return lambda stack, out: out.append(text)
+    if kind in ("_CommentNode", "_ChangeNode"):  # (a delimiter change acts when parsing)
+        return lambda stack, out: None
+    if kind in ("_EscapeNode", "_LiteralNode"):
+        key, escape = node.key, kind == "_EscapeNode"
+
+        def variable(stack: list[Any], out: list[str]) -> None:
+            value = _lookup(stack, key)
+            text = value if isinstance(value, str) else str(value)
+            out.append(shell_quote(text) if escape else str(text))
+        return variable
+    if kind == "_SectionNode":
+        key, inner = node.key, _compile_nodes(node.parsed._parse_tree)
+
+        def section(stack: list[Any], out: list[str]) -> None:
+            value = _lookup(stack, key)
+            if not value:
+                return
+            items = ([value] if isinstance(value, (str, bytes, dict))
+                     or not hasattr(value, "__iter__") else value)
+            for item in items:
+                stack.append(item)
+                try:
+                    inner(stack, out)
+                finally:
+                    stack.pop()
+        return section
+    if kind == "_InvertedNode":
+        key, inverted = node.key, _compile_nodes(node.parsed_section._parse_tree)
+
+        def unless(stack: list[Any], out: list[str]) -> None:
+            if not _lookup(stack, key):
+                inverted(stack, out)
+        return unless
+    raise _Unsupported(kind)
+
+
+def _lookup(stack: Sequence[Any], key: str) -> Any:
+    """``key`` in the innermost context that has it (``.``: the innermost itself), as
+    mustache looks names up; a missing one is an error (a template and its context
+    must not drift apart silently). Contexts are plain data: dicts, lists, strings."""
+    if key == ".":
+        return stack[-1]
+    for context in reversed(stack):
+        if isinstance(context, dict):
+            value = context.get(key, _MISSING)
+            if value is not _MISSING:
+                if callable(value):
+                    raise TypeError(f"template value {key!r} is callable (not plain data)")
+                return value
+    raise KeyError(f"template key {key!r} is missing from the context")
 
 
 def render(template: Path, context: Mapping[str, Any]) -> str:
@@ -141,5 +225,4 @@ def render(template: Path, context: Mapping[str, Any]) -> str:
 
     Missing keys are errors, so a template and its context cannot drift apart silently.
     """
-    text: str = _renderer().render(_parsed(template), context)
-    return text
+    return _compiled(template)(context)
