@@ -19,6 +19,7 @@ __all__ = ["read_message", "decode_event", "Corrupt", "Reader"]
 # union members of batprotocol's Event (schema order, from 1) that this module handles
 JOB_SUBMITTED, JOB_COMPLETED, EXECUTE_JOB, REQUESTED_CALL, SIMULATION_ENDS = 1, 2, 4, 15, 19
 _PREDEFINED_PLACEMENT = 1  # ExecutorPlacement.PredefinedExecutorPlacementStrategyWrapper
+_HOST_STATES = ("sleeping", "idle", "computing", "switching_on", "switching_off")
 _STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_FAILED", "COMPLETED_WALLTIME_REACHED",
            "COMPLETED_KILLED", "REJECTED")
 
@@ -91,6 +92,20 @@ class Reader:
     def subtable(self, t: tuple[int, int, int], slot: int, what: str) -> tuple[int, int, int]:
         return self.table(self.target(t, slot, what), what)
 
+    def vector(self, t: tuple[int, int, int], slot: int, width: int, what: str) -> tuple[int, int]:
+        """(position of the first item, count) of the vector of ``width``-byte items."""
+        at = self.target(t, slot, what)
+        self._check(at, 4, what)
+        count: int = _U32.unpack_from(self.buf, at)[0]
+        self._check(at + 4, width * count, what)
+        return at + 4, count
+
+    def tables(self, t: tuple[int, int, int], slot: int, what: str) -> list[tuple[int, int, int]]:
+        """The tables of a vector of tables."""
+        start, count = self.vector(t, slot, 4, what)
+        return [self.table(at + _U32.unpack_from(self.buf, at)[0], f"{what}[{index}]")
+                for index, at in enumerate(range(start, start + 4 * count, 4))]
+
 
 def read_message(buf: bytes) -> tuple[float, list[tuple[int, float, int]], Reader]:
     """``now`` and the events' (union type, timestamp, table position)."""
@@ -110,6 +125,31 @@ def read_message(buf: bytes) -> tuple[float, list[tuple[int, float, int]], Reade
         stamp = r.scalar(item, 0, _F64, 0.0, f"events[{index}].timestamp")
         items.append((kind, stamp, r.target(item, 2, f"events[{index}].event")))
     return now, items, r
+
+
+def read_hosts(r: Reader, pos: int) -> list[dict[str, Any]]:
+    """The computation hosts of the SimulationBeginsEvent at ``pos`` (the rest of the
+    event is read by the generated code: a thousand hosts take it a tenth of a second)."""
+    hosts = []
+    for index, h in enumerate(r.tables(r.table(pos, "SimulationBeginsEvent"), 5, "computation_hosts")):
+        what = f"computation_hosts[{index}]"
+        state = r.scalar(h, 4, _I8, 0, f"{what}.state")
+        start, count = r.vector(h, 8, 8, f"{what}.computation_speed")
+        hosts.append({
+            "id": r.scalar(h, 0, _U32, 0, f"{what}.id"), "name": r.string(h, 1, f"{what}.name"),
+            "state": _HOST_STATES[state] if 0 <= state < len(_HOST_STATES) else "idle",
+            "properties": _properties(r, h, 5, f"{what}.properties"),
+            "zone_properties": _properties(r, h, 6, f"{what}.zone_properties"),
+            "core_count": r.scalar(h, 7, _U32, 1, f"{what}.core_count"),
+            "computation_speed": list(struct.unpack_from(f"<{count}d", r.buf, start))})
+    return hosts
+
+
+def _properties(r: Reader, host: tuple[int, int, int], slot: int, what: str) -> dict[str, str]:
+    if not r.field(host, slot, 4, what):
+        return {}
+    return {r.string(p, 0, f"{what}[{index}].key"): r.string(p, 1, f"{what}[{index}].value")
+            for index, p in enumerate(r.tables(host, slot, what))}
 
 
 def decode_event(r: Reader, kind: int, pos: int) -> Optional[tuple[str, dict[str, Any]]]:
