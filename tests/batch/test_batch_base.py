@@ -269,3 +269,18 @@ def test_a_forgotten_executor_leaves_no_spare_directory(tmp_path: Path, ledger: 
     del ex  # (its monitor thread may hold it a moment longer)
     wait_until(lambda: gc.collect() >= 0 and spares(tmp_path / "work") == [],
                "the forgotten executor's spare directory removed")
+
+
+def test_the_captured_environment_follows_every_change(tmp_path: Path) -> None:
+    # (the environment file's text is remembered between submits: never a stale one)
+    env = {"A": "it's", "PBS_JOBID": "reserved", "1BAD": "x"}
+    texts = []
+    for i, change in enumerate([{}, {"A": "changed"}, {"B": "new"}, {}]):
+        env.update(change)
+        job_dir = JobDir.create(tmp_path, f"job{i}")
+        job_dir.write_environment(env, ("PBS_",))
+        texts.append(job_dir.environment_file.read_text())
+        assert job_dir.environment_file.stat().st_mode & 0o777 == 0o600
+    assert texts[0] == "export A='it'\"'\"'s'\n"
+    assert texts[1] == "export A=changed\n"
+    assert texts[2] == texts[3] == "export A=changed\nexport B=new\n"

@@ -26,6 +26,7 @@ sees half a record.
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from dataclasses import dataclass
@@ -51,6 +52,21 @@ _SPARE = ".spare-"
 # read-only ones, which cannot be exported)
 _SHELL_OWN = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "BASHOPTS", "BASH_VERSINFO", "EUID",
                         "PPID", "SHELLOPTS", "UID", "GROUPS"})
+
+
+@functools.lru_cache(maxsize=4)
+def _exports(environment: tuple[tuple[str, str], ...], reserved: tuple[str, ...]) -> bytes:
+    """The environment file's text (see :meth:`JobDir.write_environment`); remembered,
+    as a loop of submits captures the same environment every time (quoting it all cost
+    more than the rest of a submit's own work)."""
+    lines = []
+    for name, value in environment:
+        if (not VALID_NAME.match(name) or name in _SHELL_OWN
+                or any(name.startswith(r) if r.endswith("_") else name == r
+                       for r in reserved)):
+            continue
+        lines.append(f"export {name}={shell_quote(value)}\n")
+    return "".join(lines).encode("utf-8", "surrogateescape")
 
 
 @dataclass(frozen=True)
@@ -130,14 +146,7 @@ class JobDir:
         """Write ``environment`` as ``export NAME=value`` lines the script sources (mode
         0600). Left out: names a shell cannot export, the shell's own bookkeeping, and
         ``reserved`` names (a trailing '_' makes a prefix) the scheduler sets itself."""
-        lines = []
-        for name, value in environment.items():
-            if (not VALID_NAME.match(name) or name in _SHELL_OWN
-                    or any(name.startswith(r) if r.endswith("_") else name == r
-                           for r in reserved)):
-                continue
-            lines.append(f"export {name}={shell_quote(value)}\n")
-        data = "".join(lines).encode("utf-8", "surrogateescape")
+        data = _exports(tuple(environment.items()), tuple(reserved))
         fd = os.open(self.environment_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             os.write(fd, data)
