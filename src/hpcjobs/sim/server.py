@@ -9,7 +9,6 @@ import logging
 
 from typing import Optional
 
-from ..batsim_protocol import redis_store
 from ..batsim_protocol.codecs import get_codec
 from ..batsim_protocol.events import Message
 from ..batsim_protocol.transports import Channel
@@ -29,6 +28,8 @@ def open_channel(protocol: str, endpoint: str, timeout: float, redis_url: Option
     if protocol != "legacy":
         return ReqChannel(endpoint, codec, timeout)
     assert redis_url is not None
+    # imported here: the redis client takes 0.2 s to import, which only this protocol needs
+    from ..batsim_protocol import redis_store
     client = redis_store.connect(redis_url)
     return redis_store.PublishingChannel(UnixServerChannel(endpoint, codec, timeout), client,
                                          redis_store.prefix_for(endpoint))
