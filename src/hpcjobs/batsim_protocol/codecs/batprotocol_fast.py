@@ -268,6 +268,8 @@ class _Block:
         self.names = ("timestamp", *names)
         self.strings = [n for n in self.names if self._is_string(self.root, n)]
         self.string_at = [self.names.index(n) for n in self.strings]
+        strings = _getter(self.string_at)
+        self._lengths: Callable[[tuple[Any, ...]], tuple[int, ...]] = lambda v: tuple(map(len, strings(v)))
         self.shapes: dict[tuple[int, ...], _Shape] = {}
         some = _Shape(self.root, self.names, {name: 0 for name in self.strings})
         #: the reader of the block's tables, whatever the strings' lengths
@@ -283,11 +285,11 @@ class _Block:
 
     def pack(self, values: tuple[Any, ...]) -> bytes:
         """The block of the event with ``values`` (strings as UTF-8 bytes)."""
-        lengths = tuple([len(values[i]) for i in self.string_at])
+        lengths = self._lengths(values)
         shape = self.shapes.get(lengths)
         if shape is None:
             shape = self.shapes[lengths] = _Shape(self.root, self.names, dict(zip(self.strings, lengths)))
-        return shape.pack(values)
+        return shape.struct.pack(*shape.order(shape.consts + values))
 
 
 # the events, by the generated code's names
