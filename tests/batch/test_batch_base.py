@@ -284,3 +284,30 @@ def test_the_captured_environment_follows_every_change(tmp_path: Path) -> None:
     assert texts[0] == "export A='it'\"'\"'s'\n"
     assert texts[1] == "export A=changed\n"
     assert texts[2] == texts[3] == "export A=changed\nexport B=new\n"
+
+
+class CapturingBackend(FakeBackend):
+    exports_environment = False  # (as OpenPBS: the base captures the environment)
+
+
+def test_a_spare_directorys_environment_is_the_one_of_the_submit(
+        tmp_path: Path, ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    CapturingBackend.ledger = ledger
+    ex = CapturingBackend(config={"work_directory": tmp_path / "work", "burst_window": 0})
+    try:
+        monkeypatch.setenv("HPCJOBS_SPARE_TEST", "first")
+        first, = submitted(ex, 1)
+        spare, = spares(tmp_path / "work")  # its environment written ahead, with "first"
+        assert "HPCJOBS_SPARE_TEST=first" in (spare / "environment").read_text()
+        monkeypatch.setenv("HPCJOBS_SPARE_TEST", "second")
+        second, = submitted(ex, 1)
+        lone = Job(JobSpec("/bin/true", inherit_environment=False))
+        ex.submit(lone)
+        work = tmp_path / "work"
+        assert "HPCJOBS_SPARE_TEST=first" in (work / first.id / "environment").read_text()
+        assert "HPCJOBS_SPARE_TEST=second" in (work / second.id / "environment").read_text()
+        assert (work / second.id / "environment").stat().st_mode & 0o777 == 0o600
+        assert not (work / lone.id / "environment").exists()
+        assert (work / lone.id / "batch.out").is_file()
+    finally:
+        ex.close()

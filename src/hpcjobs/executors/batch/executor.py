@@ -332,6 +332,8 @@ class BatchSchedulerExecutor(JobExecutor):
             item.job_dir.write_script(item.script)
             if self._captures_environment(item.job.spec):
                 item.job_dir.write_environment(os.environ, self.scheduler_variables)
+            else:
+                item.job_dir.drop_environment()
             native_id = self._run_submit(item.job_dir, self._submit_command(item.job_dir),
                                          meanwhile=self._make_spare)
         except BaseException as e:
@@ -367,6 +369,12 @@ class BatchSchedulerExecutor(JobExecutor):
         except OSError as e:  # (the next submit makes its own, and says why if it cannot)
             log.debug("%s: cannot make a spare job directory: %s", self.name, e)
             return
+        if not self.exports_environment:  # (most jobs inherit it: a file fewer to write)
+            try:
+                spare.write_environment(os.environ, self.scheduler_variables)
+            except OSError as e:
+                log.debug("%s: cannot write a spare environment: %s", self.name, e)
+                spare.environment_file.unlink(missing_ok=True)
         with self._lock:
             if not self._spare and not self._closed:
                 self._spare.append(spare)

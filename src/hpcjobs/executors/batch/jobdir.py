@@ -11,7 +11,8 @@ Layout (``<work directory>/<job id>/``, mode 0700)::
                  it is terminated with SIGTERM (walltime, cancel), via a trap
 
 A lone job's directory is usually made ahead of its job, while the previous submit
-command runs, as ``<work directory>/.spare-<uuid>/`` (with its ``batch.out``), and
+command runs, as ``<work directory>/.spare-<uuid>/`` (with its ``batch.out``, and its
+``environment`` where the backend captures it: rewritten if it changed meanwhile), and
 renamed to the job's id when a job takes it (:meth:`JobDir.spare`, :meth:`JobDir.adopt`):
 the submit path then pays a rename instead of a mkdir and a file creation. The leading
 dot keeps a spare out of the way; it holds nothing but an empty ``batch.out``.
@@ -90,8 +91,10 @@ class ExitRecord:
 class JobDir:
     """One job's directory (see the module docstring)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, environment: Optional[bytes] = None) -> None:
         self.path = path
+        #: the text of its environment file, if this object wrote one (a spare's)
+        self.environment = environment
 
     @classmethod
     def create(cls, work_dir: Path, name: str) -> "JobDir":
@@ -112,7 +115,7 @@ class JobDir:
         replace an empty directory, but job ids are unique)."""
         path = self.path.with_name(name)
         os.rename(self.path, path)
-        return JobDir(path)
+        return JobDir(path, self.environment)
 
     @classmethod
     def find(cls, work_dir: Path, native_id: str) -> Optional["JobDir"]:
@@ -145,13 +148,22 @@ class JobDir:
                           reserved: Sequence[str] = ()) -> None:
         """Write ``environment`` as ``export NAME=value`` lines the script sources (mode
         0600). Left out: names a shell cannot export, the shell's own bookkeeping, and
-        ``reserved`` names (a trailing '_' makes a prefix) the scheduler sets itself."""
+        ``reserved`` names (a trailing '_' makes a prefix) the scheduler sets itself.
+        Nothing is written when the file holds that text already (a spare directory
+        made while the previous submit command ran: one file creation fewer on the
+        submit path, where the scheduler's own disk writes make it slow)."""
         data = _exports(tuple(environment.items()), tuple(reserved))
-        fd = os.open(self.environment_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
+        if data == self.environment:
+            return
+        create(self.environment_file, data)
+        self.environment = data
+
+    def drop_environment(self) -> None:
+        """Remove the environment file this object wrote (a spare's, for a job that
+        does not inherit the environment)."""
+        if self.environment is not None:
+            self.environment_file.unlink()
+            self.environment = None
 
     @property
     def environment_file(self) -> Path:
