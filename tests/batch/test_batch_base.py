@@ -10,6 +10,7 @@ submits go through a real process (``echo <id>``), as a backend's submit command
 from __future__ import annotations
 
 import gc
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -242,10 +243,15 @@ def test_a_lone_jobs_directory_is_made_while_the_previous_submit_command_runs(
     assert spare.stat().st_mode & 0o777 == 0o700
     assert (spare / "batch.out").stat().st_mode & 0o777 == 0o600
     assert (spare / "batch.out").read_bytes() == b""
+    assert (spare / "job.sh").stat().st_mode & 0o777 == 0o700  # empty, written when taken
+    assert (spare / "job.sh").read_bytes() == b""
     inode = spare.stat().st_ino
     second, = submitted(executor, 1)
     assert (work / second.id).stat().st_ino == inode  # the second job took it
-    assert (work / second.id / "job.sh").is_file() and (work / first.id / "job.sh").is_file()
+    for job in (first, second):  # whole scripts, each naming its own directory
+        script = (work / job.id / "job.sh").read_text()
+        assert script.startswith("#!/bin/sh\n") and script.endswith('exit "$_hj_status"\n')
+        assert f"_hj_dir={work / job.id}\n" in script
     assert len(spares(work)) == 1 and spares(work) != [spare]  # and the next is ready
     executor.close()
     assert spares(work) == []
@@ -254,8 +260,7 @@ def test_a_lone_jobs_directory_is_made_while_the_previous_submit_command_runs(
 def test_a_spare_directory_removed_by_someone_else_costs_nothing(executor: FakeBackend) -> None:
     submitted(executor, 1)
     spare, = spares(executor.work_directory)
-    (spare / "batch.out").unlink()
-    spare.rmdir()
+    shutil.rmtree(spare)
     job, = submitted(executor, 1)
     assert job.native_id is not None
     assert (executor.work_directory / job.id / "batch.out").is_file()
