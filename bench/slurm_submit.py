@@ -5,7 +5,8 @@ N with hpcjobs' ``submit()`` (render the script, make the job directory, sbatch)
 same run, cancelling each loop's jobs after it. The loops run one after the other, not
 interleaved (the executor's monitor thread must not run, and cost, during a raw loop),
 in the order raw, hpcjobs, hpcjobs, raw, ... (``--rounds`` pairs) so that a drift in
-the machine's load evens out. The jobs are not held: they run (a short sleep) while the
+the machine's load evens out; each loop starts once Slurm lists none of the previous
+loop's jobs. The jobs are not held: they run (a short sleep) while the
 loop submits, and each has its own walltime, so no two could share a job array.
 
 * ``ratio``: hpcjobs' jobs per second over the raw loop's (target >= 0.9), and the
@@ -241,6 +242,21 @@ def cancel(ids: list[str]) -> None:
         subprocess.run(["scancel", *ids[i:i + 500]], check=False)
 
 
+def settle(ids: list[str], limit: float = 120.0) -> None:
+    """Wait (at most ``limit`` s) until Slurm lists none of ``ids`` (cancelled or ended):
+    a loop that started while the controller still purged the previous loop's thousands
+    of jobs would pay for them (the first 250 of a 5,000 loop took twice as long)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        listed = any(subprocess.run(["squeue", "--noheader", "--format=%i",
+                                     f"--jobs={','.join(ids[i:i + 500])}"],
+                                    capture_output=True, text=True).stdout.strip()
+                     for i in range(0, len(ids), 500))
+        if not listed:
+            return
+        time.sleep(1.0)
+
+
 def loops(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     """The submit loops: raw sbatch against hpcjobs' submit(), ABBA..."""
     n = args.jobs
@@ -273,6 +289,7 @@ def loops(args: argparse.Namespace, root: Path) -> dict[str, Any]:
                 queries.append(count)
                 bursts.append(burst)
             cancel(ids)
+            settle(ids)
     raw_rate, ours_rate = len(raw_s) / sum(raw_s), len(ours_s) / sum(ours_s)
     # the medians are robust to other load on the machine (a shared 2-core box)
     return {
