@@ -47,3 +47,17 @@ def test_a_missing_key_is_an_error(tmp_path: Path) -> None:
     assert render({"list": [{"name": "a b"}, {"name": "c"}], "other": []}) == "'a b' c none\n"
     with pytest.raises(KeyError, match="other"):
         render({"list": []})
+
+
+def test_a_parse_tree_of_another_shape_falls_back_to_pystache(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # the parse tree is pystache's internals: a release that reshapes its nodes (an
+    # attribute renamed) must cost the speed-up, not the submit
+    from hpcjobs.executors.batch import script
+
+    def reshaped(nodes: Any) -> Any:
+        raise AttributeError("'_SectionNode' object has no attribute 'parsed'")
+    monkeypatch.setattr(script, "_compile_nodes", reshaped)
+    template = tmp_path / "t.mustache"
+    template.write_text("{{#list}}{{name}} {{/list}}\n")
+    assert _compiled(template)({"list": [{"name": "a b"}]}) == "'a b' \n"

@@ -17,7 +17,8 @@ changed meanwhile), and
 renamed to the job's id when a job takes it (:meth:`JobDir.spare`, :meth:`JobDir.adopt`):
 the submit path then pays a rename and a write into an existing file instead of a mkdir
 and two or three file creations (each of which can take a millisecond on a busy disk). The leading
-dot keeps a spare out of the way; it holds nothing but an empty ``batch.out``.
+dot keeps a spare out of the way. A client killed while it holds one leaves it behind:
+empty files and, where the backend captures it, the environment, private like the rest.
 
 ``<work directory>/ids/<native id>`` is a symlink to the job's directory (made by the
 executor's monitor thread soon after the submit), so an executor in another process can
