@@ -21,7 +21,6 @@ from typing import Any, Iterator, Optional, Sequence
 from ... import external
 from ...errors import CommandError, InvalidJobException
 from ...final_status import Cause, decode_wait_status
-from ...private import create
 from ...spec import JobSpec
 from ...state import JobState
 from ..batch import BatchSchedulerExecutor, JobDir, NativeStatus
@@ -158,8 +157,9 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
     per_job_directives = ("job_name",)
 
     def _array_submit_command(self, array: ArrayDir, count: int) -> list[str]:
-        for i in range(count):  # private: slurmstepd would create them under the job's umask
-            create(array.dir.path / f"{i}.out", b"")
+        # slurmstepd creates <i>.out under the job's umask, inside the 0700 array
+        # directory; the dispatcher makes it 0600 before the job writes to it (creating
+        # them all here would cost one file creation per task on the submit path)
         # %a: the task's index; a '%' of the path itself is written %%
         output = str(array.dir.path).replace("%", "%%") + "/%a.out"
         return ["sbatch", "--parsable", f"--array=0-{count - 1}", f"--output={output}",
