@@ -189,10 +189,12 @@ def test_run_timeout_leaves_the_job_running(cli: Cli) -> None:
     assert cli("cancel", native_id).returncode == 0
 
 
-def test_interrupt_cancels_the_jobs_of_run(tmp_path: Path, cli: Cli) -> None:
+def test_interrupt_cancels_the_jobs_of_run(tmp_path: Path, cli: Cli,
+                                           default_signals: Callable[[], None]) -> None:
     proc = subprocess.Popen(_argv(tmp_path, ("run", "--stdout", "started", "/bin/sh", "-c",
                                              "echo up; exec sleep 120")),
-                            cwd=tmp_path, env=_env(tmp_path), stderr=subprocess.PIPE, text=True)
+                            cwd=tmp_path, env=_env(tmp_path), stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
     try:
         # the job's own output says it runs (no sleep-and-hope)
         while not (tmp_path / "started").exists() or not (tmp_path / "started").read_text():

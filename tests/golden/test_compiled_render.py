@@ -9,12 +9,11 @@ from typing import Any
 
 import pytest
 
-from hpcjobs import JobExecutor
 from hpcjobs.executors.batch import JobDir
 from hpcjobs.executors.batch.arrays import ArrayDir
 from hpcjobs.executors.batch.script import _compiled, _source, shell_quote
 
-from test_golden_batch import BACKENDS, JOB_DIR, NOT_FOR, SPECS
+from test_golden_batch import BACKENDS, JOB_DIR, NOT_FOR, SPECS, executor
 
 
 def pystache_render(template: Path, context: dict[str, Any]) -> str:
@@ -26,7 +25,7 @@ def pystache_render(template: Path, context: dict[str, Any]) -> str:
 @pytest.mark.parametrize("backend, case", [(b, c) for b in BACKENDS for c in sorted(SPECS)
                                             if b not in NOT_FOR.get(c, ())])
 def test_the_compiled_renderer_writes_what_pystache_writes(backend: str, case: str) -> None:
-    ex: Any = JobExecutor.get_instance(backend)
+    ex: Any = executor(backend)
     spec, job_dir = SPECS[case], JobDir(JOB_DIR)
     directives = ex._directives(spec, job_dir)
     contexts = [{**directives, **ex._body(spec, job_dir, note)}

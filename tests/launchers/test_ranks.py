@@ -101,8 +101,8 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.parametrize("launcher", ["multiple", "mpirun"])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
-def test_signal_stops_every_rank_and_skips_post_launch(tmp_path: Path, sig: int,
-                                                       launcher: str) -> None:
+def test_signal_stops_every_rank_and_skips_post_launch(
+        tmp_path: Path, sig: int, launcher: str, default_signals: Callable[[], None]) -> None:
     if launcher == "mpirun":
         need_openmpi()
     pids = tmp_path / "pids"
@@ -116,7 +116,8 @@ def test_signal_stops_every_rank_and_skips_post_launch(tmp_path: Path, sig: int,
             "time.sleep(300)\n", str(pids)]
     argv = launch_command(launcher, rank, post=str(post), n=3)
     # its own session, as executors start jobs: the signal goes to the launcher only
-    proc = subprocess.Popen(argv, cwd=tmp_path, start_new_session=True)
+    proc = subprocess.Popen(argv, cwd=tmp_path, start_new_session=True,
+                            preexec_fn=default_signals)
     try:
         _wait_for(lambda: len([p for p in pids.iterdir() if p.read_text()]) == 3, "3 ranks")
         rank_pids = [int(p.read_text()) for p in pids.iterdir()]
