@@ -1,4 +1,5 @@
-"""Fixtures every test directory can use."""
+"""What every test directory shares: the markers of tests that need a real system, and
+fixtures any test can use."""
 
 from __future__ import annotations
 
@@ -6,6 +7,19 @@ import signal
 from typing import Callable
 
 import pytest
+
+#: a test that asks for one of these fixtures needs that real system: the marker
+#: (pyproject.toml's) lets ``-m "not slurm"`` leave it out (the conformance suite marks its
+#: parametrised backends itself: tests/conformance/conftest.py)
+_MARKER_OF_FIXTURE = {"slurm_cluster": "slurm", "torque_wrappers": "slurm", "pbs_server": "pbs"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            if fixture in _MARKER_OF_FIXTURE:
+                item.add_marker(_MARKER_OF_FIXTURE[fixture])
+
 
 #: the signals the tests send to the programs they start
 _SENT = (signal.SIGINT, signal.SIGHUP, signal.SIGTERM)

@@ -144,6 +144,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
+        params = getattr(item, "callspec", None)
+        backend = params.params.get("backend") if params is not None else None
+        for name in getattr(backend, "MARKERS", ()):
+            item.add_marker(name)
         for marker in item.iter_markers("requires"):
             unknown = set(marker.args) - set(CAPABILITIES)
             if unknown:

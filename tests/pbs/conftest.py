@@ -22,13 +22,6 @@ from pbs_helpers import server_problem  # noqa: E402
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    here = Path(__file__).parent
-    for item in items:
-        if "pbs_server" in getattr(item, "fixturenames", ()) and here in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.pbs)
-
-
 @pytest.fixture(scope="session")
 def pbs_server() -> None:
     """Skips (fails under CI=true) when no PBS server answers ``qstat -B``."""

@@ -19,14 +19,6 @@ CLUSTER_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "slurm-cluste
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    here = Path(__file__).parent
-    for item in items:
-        uses_cluster = "slurm_cluster" in getattr(item, "fixturenames", ())
-        if uses_cluster and here in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.slurm)
-
-
 @pytest.fixture(scope="session")
 def slurm_cluster() -> str:
     """The cluster's status summary; skips (fails under CI=true) if it is not up."""

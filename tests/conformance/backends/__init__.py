@@ -12,6 +12,8 @@ engineer) defines::
 and may define::
 
     OPTIONAL: bool = False       # True: may be skipped even under CI=true
+    MARKERS: list[str] = []      # pytest markers of its tests (pyproject.toml's), so that
+                                 # `-m "not slurm"` leaves out what needs the Slurm cluster
     def launcher_unavailable(launcher: str) -> str | None   # e.g. mpirun not installed
 
 The suite holds every backend to the same behaviour; a test that needs a behaviour a

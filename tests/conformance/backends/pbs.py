@@ -15,6 +15,7 @@ from hpcjobs.executors.pbs import pbs_exec_bin
 
 NAME = "pbs"
 LAUNCHERS = ["single", "multiple", "mpirun"]
+MARKERS = ["pbs"]
 CAPABILITIES = {"executes", "exit_code", "stdin", "cancel", "list", "attach",
                 "attach_after_client_death", "signal_exit", "parallel"}
 

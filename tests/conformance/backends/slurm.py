@@ -12,6 +12,7 @@ from hpcjobs import JobExecutor
 
 NAME = "slurm"
 LAUNCHERS = ["single", "multiple", "mpirun", "srun"]
+MARKERS = ["slurm"]
 CAPABILITIES = {"executes", "exit_code", "stdin", "cancel", "list", "attach",
                 "attach_after_client_death", "signal_exit", "parallel"}
 _STATUS = Path(__file__).resolve().parents[3] / "scripts" / "slurm-cluster.sh"

@@ -16,6 +16,7 @@ from hpcjobs import JobExecutor
 
 NAME = "torque"
 LAUNCHERS = ["single", "multiple", "mpirun"]
+MARKERS = ["slurm"]
 CAPABILITIES = {"executes", "exit_code", "stdin", "cancel", "list", "attach",
                 "attach_after_client_death", "signal_exit", "parallel"}
 WRAPPERS = Path("/usr/bin")
