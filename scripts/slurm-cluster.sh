@@ -4,6 +4,9 @@
 #   scripts/slurm-cluster.sh up       install (Debian packages), configure, start, wait idle
 #   scripts/slurm-cluster.sh status   exit 0 if the cluster accepts jobs (prints a summary)
 #   scripts/slurm-cluster.sh down     stop the daemons that `up` started, and nothing else
+#   scripts/slurm-cluster.sh clear    cancel every job in the queue (scripts/test.sh, first:
+#                                     jobs that a killed run left in slurmctld's saved state
+#                                     would otherwise take the node's CPUs from the tests)
 #
 # No systemd: the daemons (munged, mariadbd, slurmdbd, slurmctld, slurmd) are started by
 # hand. `up` is idempotent and takes ~0.2 s when everything already runs with the current
@@ -324,6 +327,16 @@ cmd_status() {
   return $ok
 }
 
+cmd_clear() {
+  local ids
+  # %F: an array's own id, so one scancel ends all its tasks
+  ids=$(squeue -h -o %F | sort -u)
+  [ -n "$ids" ] || return 0
+  say "cancelling $(wc -w <<<"$ids") job(s) left in the queue"
+  # shellcheck disable=SC2086 # one id a word
+  scancel $ids
+}
+
 cmd_down() {
   local ids
   # cancel what is left so that no job processes outlive slurmd
@@ -343,8 +356,8 @@ cmd_down() {
 }
 
 case "${1:-}" in
-  up|down|status) ;;
-  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+  up|down|status|clear) ;;
+  *) echo "usage: $0 up|down|status|clear" >&2; exit 2 ;;
 esac
 [ "$1" = status ] && { cmd_status; exit; }
 [ "$(id -u)" = 0 ] || die "must run as root"

@@ -12,10 +12,17 @@ cd "$(dirname "$0")/.."
 if [ "$(id -u)" = 0 ]; then
   bash scripts/install-test-deps.sh
   bash scripts/slurm-cluster.sh up
+  bash scripts/slurm-cluster.sh clear  # a killed earlier run's jobs would run first
   . scripts/real-systems.sh
+  # every job a killed earlier run left with the PBS server (it keeps them across restarts)
+  pbs_clear() {
+    local ids
+    ids=$(/opt/pbs/bin/qselect)
+    [ -z "$ids" ] || { echo "test.sh: deleting $(wc -w <<<"$ids") PBS job(s) left queued"; /opt/pbs/bin/qdel -W force $ids; }
+  }
   # one line per real system: real_system NAME [ARGS] && export what the tests need
   real_system batsim && export PATH=/opt/batsim-4.2.1/bin:$PATH
-  real_system pbs up && export PBS_CONF_FILE=/etc/pbs.conf HPCJOBS_PBS_RESTART="bash $REAL_TOOLS/real-pbs.sh up" && /opt/pbs/bin/qmgr -c "set node $(hostname -s) resources_available.ncpus=16"  # 16 cpus, like the Slurm node (docs/pbs.md)
+  real_system pbs up && export PBS_CONF_FILE=/etc/pbs.conf HPCJOBS_PBS_RESTART="bash $REAL_TOOLS/real-pbs.sh up" && /opt/pbs/bin/qmgr -c "set node $(hostname -s) resources_available.ncpus=16" && pbs_clear  # 16 cpus, like the Slurm node (docs/pbs.md)
   real_system flux && export PATH=/opt/flux-core-0.88/bin:$PATH PYTHONPATH=/opt/flux-core-0.88/lib/python3.11/site-packages${PYTHONPATH:+:$PYTHONPATH}
 else
   echo "test.sh: not root: cannot install OpenMPI or start Slurm; those tests will skip" >&2
