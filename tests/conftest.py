@@ -1,5 +1,6 @@
-"""What every test directory shares: the markers of tests that need a real system, and
-fixtures any test can use."""
+"""What every test directory shares: the markers of tests that need a real system, the
+machine's hygiene before tests of a batch system (machine_hygiene.py), and fixtures any
+test can use."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import signal
 from typing import Callable
 
 import pytest
+
+from machine_hygiene import clear_stale_pyenv_lock
 
 #: a test that asks for one of these fixtures needs that real system: the marker
 #: (pyproject.toml's) lets ``-m "not slurm"`` leave it out (the conformance suite marks its
@@ -19,6 +22,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for fixture in getattr(item, "fixturenames", ()):
             if fixture in _MARKER_OF_FIXTURE:
                 item.add_marker(_MARKER_OF_FIXTURE[fixture])
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    clear_stale_pyenv_lock()
+
+
+@pytest.fixture(autouse=True)
+def _no_stale_pyenv_lock(request: pytest.FixtureRequest) -> None:
+    """Before each test of a batch system, whose jobs start in root login shells."""
+    if any(request.node.iter_markers(name) for name in ("slurm", "pbs")):
+        clear_stale_pyenv_lock()
 
 
 #: the signals the tests send to the programs they start
