@@ -39,7 +39,7 @@ from typing import Mapping, Optional, Sequence
 
 from ...environment import VALID_NAME
 from ...final_status import ended, shell_exit_code
-from ...private import DIR_MODE, create
+from ...private import DIR_MODE, create, fill
 from ...state import JobStatus
 from .script import shell_quote
 
@@ -157,8 +157,11 @@ class JobDir:
     def write_script(self, text: str) -> None:
         """Write the batch script (mode 0700; the file must not exist yet, unless it is
         the empty one of a spare directory)."""
-        create(self.script, text.encode("utf-8", "surrogateescape"), mode=0o700,
-               exclusive=not self.empty_script)
+        data = text.encode("utf-8", "surrogateescape")
+        if self.empty_script:
+            fill(self.script, data)
+        else:
+            create(self.script, data, mode=0o700, exclusive=True)
         self.empty_script = False
 
     def write_environment(self, environment: Mapping[str, str],
