@@ -229,6 +229,16 @@ class JobExecutor(ABC):
         Checks everything that can be checked before the backend is contacted, so an
         invalid job is refused with nothing submitted.
         """
+        spec = self._claim_for_submit(job)
+        try:
+            yield spec
+        except BaseException:
+            job._bind(None, None)
+            raise
+
+    def _claim_for_submit(self, job: Job) -> JobSpec:
+        """:meth:`_submission` without the context manager, for a backend's hot path:
+        the caller releases the claim (``job._bind(None, None)``) if its submit fails."""
         if not isinstance(job, Job):
             raise TypeError(f"submit() takes a Job, got {type(job).__name__}")
         self._check_open()
@@ -241,11 +251,7 @@ class JobExecutor(ABC):
         state = job._claim(self)
         if state is not None:
             raise InvalidJobStateError(f"job {job.id} was already submitted (state {state})")
-        try:
-            yield spec
-        except BaseException:
-            job._bind(None, None)
-            raise
+        return spec
 
     def _validate(self, spec: JobSpec) -> None:
         """Hook: backend-specific checks; raise InvalidJobException naming the field."""

@@ -209,11 +209,18 @@ class Job:
             if not path:
                 if (status.state is current.state and not current.state.final
                         and (status.metadata is not None or status.message is not None)):
-                    self._status = JobStatus(
-                        current.state, current.time,
-                        current.message if status.message is None else status.message,
-                        current.exit_code,
-                        current.metadata if status.metadata is None else status.metadata)
+                    if (status.time == current.time and status.exit_code == current.exit_code
+                            and status.metadata is not None
+                            and (status.message is not None or current.message is None)):
+                        # the report is the refreshed status itself (a backend that
+                        # keeps the entry time, as Batsim's pending reasons do): no copy
+                        self._status = status
+                    else:
+                        self._status = JobStatus(
+                            current.state, current.time,
+                            current.message if status.message is None else status.message,
+                            current.exit_code,
+                            current.metadata if status.metadata is None else status.metadata)
                 return
             if len(path) == 1:
                 entered = [status]
@@ -236,9 +243,13 @@ class Job:
         return f"Job(id={self._id}, native_id={self._native_id}, status={self._status!r})"
 
 
+#: what ``Job.wait()`` waits for by default (built once: waits come by the thousand)
+_FINAL_TARGETS = (JobState.COMPLETED, JobState.FAILED, JobState.CANCELED)
+
+
 def _targets(target_states: Union[JobState, Iterable[JobState], None]) -> tuple[JobState, ...]:
     if target_states is None:
-        return (JobState.COMPLETED, JobState.FAILED, JobState.CANCELED)
+        return _FINAL_TARGETS
     if isinstance(target_states, JobState):
         return (target_states,)
     targets = tuple(target_states)

@@ -165,10 +165,15 @@ class JobSpec:
         # Setters check what they are given, but a caller can change a list or dict
         # afterwards (spec.environment["X"] = [2]): pass them through their setters
         # again, which check and convert (ints to str) exactly as at construction.
-        for field in ("arguments", "environment"):
-            value = getattr(self, field)
-            if value is not None:
-                setattr(self, field, value)
+        # A list of str and a dict of str to str, the usual case, are what their setters
+        # would store unchanged: checked here without the setters' generic machinery.
+        args = self.arguments
+        if args is not None and not (type(args) is list and all(type(a) is str for a in args)):
+            self.arguments = args
+        env = self.environment
+        if env is not None and not (type(env) is dict and all(
+                type(k) is str and type(v) is str for k, v in env.items())):
+            self.environment = env
         attributes = self._attributes
         if attributes is not None and attributes.custom_attributes is not None:
             attributes.custom_attributes = attributes.custom_attributes

@@ -38,12 +38,17 @@ def weak_callable(fn: F) -> Callable[[], Optional[F]]:
 
 def weakly(fn: Callable[..., None]) -> Callable[..., None]:
     """``fn`` (a bound method), called only while its object lives: a no-op after."""
-    ref = weak_callable(fn)
+    owner = getattr(fn, "__self__", None)
+    if owner is None:
+        return fn
+    # the object's weak reference and the plain function, not a WeakMethod: called for
+    # every status change of a busy executor, it builds no bound method per call
+    ref, func = weakref.ref(owner), getattr(fn, "__func__")
 
     def call(*args: Any) -> None:
-        target = ref()
-        if target is not None:
-            target(*args)
+        obj = ref()
+        if obj is not None:
+            func(obj, *args)
     return call
 
 

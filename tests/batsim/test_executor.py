@@ -426,3 +426,27 @@ def test_forgotten_executor_stops_its_simulation(tmp_path: Path) -> None:
     assert process.wait(timeout=WAIT) is not None  # killed by the executor's finalizer
     thread.join(WAIT)  # the decision loop notices and ends
     assert not thread.is_alive()
+
+
+def test_a_woken_waiter_no_longer_counts_as_blocked() -> None:
+    # the session drops a condition from its set of blocked ones when told it is no
+    # longer blocked: a notify must say so, or the set keeps every job ever waited on
+    from hpcjobs.executors.batsim.pacing import WaitTracker
+
+    seen: list[tuple[int, bool]] = []
+    job = sleep_job(1)
+    lock = job._lock
+    tracker = WaitTracker(lock, job, lambda t, delta: seen.append((delta, t.blocked)))
+    ended: list[Optional[JobStatus]] = []
+    waiter = threading.Thread(target=lambda: ended.append(job.wait(timeout=WAIT)))
+    with lock:
+        job._cond = tracker  # what Job.wait() would get from the Batsim executor
+    waiter.start()
+    while not seen:
+        threading.Event().wait(0.01)
+    with lock:
+        job._status = JobStatus(JobState.COMPLETED)
+        tracker.notify_all()
+    waiter.join(WAIT)
+    assert ended and ended[0] is not None and ended[0].state is JobState.COMPLETED
+    assert seen == [(1, True), (-1, False)]

@@ -84,7 +84,8 @@ class BatsimJobExecutor(JobExecutor):
         """Register ``job`` in the simulation; on return it is QUEUED at its simulated
         submission time (the registration goes out in the decision process's next
         reply and is acknowledged by Batsim before the scheduler sees the job)."""
-        with self._submission(job) as spec:
+        spec = self._claim_for_submit(job)  # (not _submission: a generator per job)
+        try:
             request = self._request(spec)
             session = self._session_for_submit()
             session.enter_call()
@@ -92,6 +93,9 @@ class BatsimJobExecutor(JobExecutor):
                 session.submit(request, job, lambda native_id: job._bind(self, native_id))
             finally:
                 session.exit_call()
+        except BaseException:
+            job._bind(None, None)
+            raise
 
     def cancel(self, job: Job) -> None:
         """KILL_JOB for a running job; a queued one is withdrawn from the scheduler

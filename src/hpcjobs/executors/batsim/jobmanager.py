@@ -115,7 +115,7 @@ class Record:
     ran: bool = False
     annotations: dict[str, Any] = field(default_factory=dict)
     alloc: Optional[str] = None
-    hosts: list[str] = field(default_factory=list)
+    hosts: Optional[list[str]] = None  # with ``alloc`` (one list less per queued job)
     cancel_requested: bool = False
     in_batsim: bool = True  # registered in Batsim (not: wider than the platform)
 

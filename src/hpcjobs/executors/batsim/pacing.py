@@ -162,9 +162,12 @@ class WaitTracker(threading.Condition):
 
     def notify_all(self) -> None:
         self._generation += 1
-        if self._blocked:
-            self._notify_change(-self._blocked)
-            self._blocked = 0
+        blocked, self._blocked = self._blocked, 0
+        if blocked:
+            # zeroed first: the session reads ``blocked`` to drop this condition from
+            # its set of blocked ones (it would otherwise keep every condition ever
+            # waited on, and go through them all on every message)
+            self._notify_change(-blocked)
         super().notify_all()
 
     def _notify_change(self, delta: int) -> None:

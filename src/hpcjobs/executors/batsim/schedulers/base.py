@@ -338,10 +338,13 @@ class QueueScheduler(Scheduler):
         if t_estimate is not None and not math.isinf(t_estimate):
             wanted["t_estimate"] = t_estimate
         sent = job.sent
-        if wanted == sent:
+        if not sent:  # a job's first annotation (most of them): all of it is new
+            update = dict(wanted)
+        elif wanted == sent:
             return
-        update: dict[str, Any] = {k: None for k in sent if k not in wanted}
-        update.update({k: v for k, v in wanted.items() if sent.get(k) != v})
+        else:
+            update = {k: None for k in sent if k not in wanted}
+            update.update({k: v for k, v in wanted.items() if sent.get(k) != v})
         job.sent = wanted
         self._out.append({"id": job.id, "type": ANNOTATE, "annotations": {"sched": update}})
 
