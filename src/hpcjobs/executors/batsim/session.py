@@ -44,7 +44,7 @@ from ...batsim_protocol.events import Event, Message
 from ...batsim_protocol.transports.zeromq import RepEndpoint
 from .jobmanager import JobManager, JobRequest, Record
 from .pacing import ClientState, Pacer, WaitTracker
-from .process import explain, spawn
+from .process import explain, spawn, wait
 
 __all__ = ["Session", "SimulatorGone"]
 
@@ -186,7 +186,7 @@ class Session:
             self.process.kill()
             self._thread.join(5)
         try:
-            self.process.wait(10)
+            wait(self.process, 10)  # (the decision loop, which polls it too, is over)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
