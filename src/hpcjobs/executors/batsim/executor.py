@@ -87,12 +87,7 @@ class BatsimJobExecutor(JobExecutor):
         spec = self._claim_for_submit(job)  # (not _submission: a generator per job)
         try:
             request = self._request(spec)
-            session = self._session_for_submit()
-            session.enter_call()
-            try:
-                session.submit(request, job, lambda native_id: job._bind(self, native_id))
-            finally:
-                session.exit_call()
+            self._session_for_submit().submit(request, job, lambda native_id: job._bind(self, native_id))
         except BaseException:
             job._bind(None, None)
             raise

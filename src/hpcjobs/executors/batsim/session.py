@@ -70,7 +70,10 @@ class Session:
         self._cores = cores
         self._hello = codec.hello  # batprotocol: say hello first
         self._lock = threading.Lock()
-        self._pace = threading.Condition(threading.Lock())
+        # the condition's lock, for the hot paths that only update the client state
+        # (a Condition's own ``with`` costs two Python calls more)
+        self._pace_lock = threading.Lock()
+        self._pace = threading.Condition(self._pace_lock)
         self._client = ClientState()
         #: the wait conditions a client thread is blocked on (virtual time)
         self._blocked: set[WaitTracker] = set()
@@ -117,38 +120,54 @@ class Session:
             self.exit_call()
 
     def enter_call(self) -> None:
-        """:meth:`client_call` without the context manager (submit's hot path)."""
-        with self._pace:
+        """:meth:`client_call` without the context manager."""
+        with self._pace_lock:
             self._client.calls += 1
 
     def exit_call(self) -> None:
         """End of a call started with :meth:`enter_call`."""
-        with self._pace:
-            client = self._client
-            client.calls -= 1
-            client.last_activity = time.monotonic()
-            # wake the loop only when it may now reply: a notify per call would
-            # hand the GIL to the loop thread on every submit
-            if not client.calls and client.waiters:
-                self._pace.notify_all()
+        with self._pace_lock:
+            self._left_call()
+
+    def _left_call(self) -> None:
+        # called with _pace held
+        client = self._client
+        client.calls -= 1
+        client.last_activity = time.monotonic()
+        # wake the loop only when it may now reply: a notify per call would
+        # hand the GIL to the loop thread on every submit
+        if not client.calls and client.waiters:
+            self._pace.notify_all()
 
     def submit(self, request: JobRequest, job: Job, bind: Callable[[str], None]) -> Record:
-        """Register a job in the reply to the message Batsim is waiting on."""
-        while True:
-            with self._pace:
-                while self._held is None:
-                    if self.error is not None:
-                        raise SubmitException(f"the simulation is gone: {self.error}")
-                    self._pace.wait(0.5)
-            with self._lock:
-                # the loop clears _held only under _lock: if it is set now, it stays
-                with self._pace:
-                    if self._held is None:
+        """Register a job in the reply to the message Batsim is waiting on: a client
+        call (:meth:`client_call`), with the call's bookkeeping folded into the locking
+        the registration needs anyway (this is the hot path of a burst of submits)."""
+        self.enter_call()
+        try:
+            while True:
+                if self._held is None:
+                    with self._pace:
+                        while self._held is None:
+                            if self.error is not None:
+                                raise SubmitException(f"the simulation is gone: {self.error}")
+                            self._pace.wait(0.5)
+                with self._lock:
+                    # the loop clears _held only under _lock: if it is set now, it stays
+                    held = self._held
+                    if held is None:
                         continue
-                    t = self._pacer.submit_time(self._held)
-                    self._request_reply()
-                self._floor = max(self._floor, t)
-                return self.jm.register(t, request, job, bind)
+                    t = self._pacer.submit_time(held)
+                    self._floor = max(self._floor, t)
+                    record = self.jm.register(t, request, job, bind)
+                    # the call ends here: under _lock, the reply cannot go before it
+                    with self._pace_lock:
+                        self._request_reply()
+                        self._left_call()
+                    return record
+        except BaseException:
+            self.exit_call()
+            raise
 
     def cancel(self, record: Record) -> None:
         """Cancel ``record`` in the next reply."""
@@ -212,7 +231,7 @@ class Session:
     def waiters_changed(self, tracker: WaitTracker, delta: int) -> None:
         """``delta`` client threads started (+) or stopped (-) blocking on ``tracker``
         (in ``Job.wait()``; called with the job's lock held)."""
-        with self._pace:
+        with self._pace_lock:
             if tracker.blocked:
                 self._blocked.add(tracker)
             else:
