@@ -46,18 +46,13 @@ import math
 import struct
 from typing import Any, Callable, Optional
 
-import flatbuffers
-from flatbuffers.table import Table
-
 from ..errors import ProtocolError
 from ..events import Event, Message
 from . import batprotocol_fast as fast
-from . import batprotocol_fb
 from . import batprotocol_wire as wire
+from .batprotocol_runtime import fb, flatbuffers
 
 __all__ = ["Codec", "BATPROTOCOL_VERSION"]
-
-fb: Any = batprotocol_fb  # generated, untyped: typed here by use
 
 #: what hpcjobs says it speaks (the schema's example of a released version)
 BATPROTOCOL_VERSION = "0.1.0"
@@ -102,7 +97,16 @@ class Codec:
                 raise ProtocolError(f"cannot encode {kind}: {e!r}", f"events[{index}].data") from None
             out.events.append(item)
         builder = flatbuffers.Builder(256)
-        builder.Finish(out.Pack(builder))
+        try:
+            builder.Finish(out.Pack(builder))
+        except _UNPACKABLE as e:  # a value the field's type cannot hold: find whose
+            for index, item in enumerate(out.events):
+                try:
+                    item.Pack(flatbuffers.Builder(64))
+                except _UNPACKABLE:
+                    raise ProtocolError(f"cannot encode {message.events[index]['type']}: {e}",
+                                        f"events[{index}]") from None
+            raise ProtocolError(f"cannot encode the message: {e}", "now") from None
         return bytes(builder.Output())
 
     def decode(self, raw: bytes) -> Message:
@@ -137,7 +141,7 @@ class Codec:
                     view.Init(raw, pos)
                     decoded = _dec_begins(fb.SimulationBeginsEventT.InitFromObj(view), wire.read_hosts(reader, pos))
                 elif decoded is None:  # a rarer event or variant: the generated code reads it
-                    decoded = decoder(fb.EventCreator(kind, Table(raw, pos)))
+                    decoded = decoder(fb.EventCreator(kind, flatbuffers.table.Table(raw, pos)))
                 kind_name, data = decoded
                 if kind_name == "REGISTER_JOB":
                     data["job"]["subtime"] = stamp  # batprotocol's job has no submission time
@@ -160,6 +164,10 @@ class Codec:
         return Message(now, events)
 
 
+#: what the runtime raises for a value its field's type cannot hold (a negative uint32)
+_UNPACKABLE = (TypeError, ValueError, OverflowError, struct.error)
+
+
 class _Missing(Exception):
     """A required field is absent (the schema's ``(required)``)."""
 
@@ -176,6 +184,13 @@ def _req(value: Any, name: str) -> Any:
     if value is None:
         raise _Missing(name)
     return value
+
+
+def _numbers(vector: Any, kind: Callable[[Any], Any]) -> list[Any]:
+    """A vector of scalars of the object API as a list of ``kind`` (int or float): the
+    object API answers a list, or a numpy array when the flatbuffers runtime was
+    imported with numpy (see batprotocol_runtime), whose truth value is an error."""
+    return [] if vector is None else [kind(x) for x in vector]
 
 
 def _extra(data: dict[str, Any], known: tuple[str, ...]) -> Optional[str]:
@@ -248,8 +263,8 @@ def _unprofile(obj: Any) -> tuple[str, dict[str, Any]]:
     if kind == fb.Profile.DelayProfile:
         raw = {"type": "delay", "delay": p.delay}
     elif kind == fb.Profile.ParallelTaskProfile:
-        raw = {"type": "parallel", "cpu": list(p.computationVector or []),
-               "com": list(p.communicationMatrix or [])}
+        raw = {"type": "parallel", "cpu": _numbers(p.computationVector, float),
+               "com": _numbers(p.communicationMatrix, float)}
     elif kind == fb.Profile.ParallelTaskHomogeneousProfile:
         total = p.generationStrategy == fb.HomogeneousParallelTaskGenerationStrategy.DefinedAmountsSpreadUniformly
         raw = {"type": "parallel_homogeneous_total" if total else "parallel_homogeneous",
@@ -583,7 +598,8 @@ def _dec_execute(e: Any) -> tuple[str, dict[str, Any]]:
     data: dict[str, Any] = {"job_id": job_id, "alloc": _s(alloc.hostAllocation, "host_allocation")}
     placement = _req(alloc.executorPlacement, "executor_placement")
     if alloc.executorPlacementType == fb.ExecutorPlacement.CustomExecutorToHostMapping:
-        data["mapping"] = {str(rank): index for rank, index in enumerate(_req(placement.mapping, "mapping"))}
+        data["mapping"] = {str(rank): index
+                           for rank, index in enumerate(_numbers(_req(placement.mapping, "mapping"), int))}
     elif alloc.executorPlacementType != fb.ExecutorPlacement.PredefinedExecutorPlacementStrategyWrapper:
         raise ProtocolError(f"unknown executor placement {alloc.executorPlacementType}", "executor_placement")
     # with one executor per allocated host (as hpcjobs.sim runs jobs) both predefined

@@ -6,26 +6,35 @@ time, several times slower than the C ``json`` module the JSON protocol uses, an
 simulation exchanges these few events (JobSubmitted, JobCompleted, ExecuteJob,
 CallMeLater, RequestedCall, SimulationEnds) by the million.
 
-**Writing.** An event is one position-independent block: the message's
+**Layout.** An event is one position-independent block: the message's
 ``EventAndTimestamp`` table, the event's tables, then all its strings (FlatBuffers
 offsets are relative, children after their parent). For given string lengths the
-block's layout is fixed, so it is computed once (a :class:`_Shape`: one ``struct``
-format, the constants of its vtables and offsets) and each event is one ``pack`` of its
-values.
-Slots, scalar types and table sizes are not written here: they are read from the
-flatc-generated builder functions (``JobCompletedEventAddReturnCode`` says slot 2, an
-int32), so the generated code stays the one source of the schema's layout.
+block's layout is fixed, so it is computed once (a :class:`_Shape`). Slots, scalar types
+and table sizes are not written here: they are read from the flatc-generated builder
+functions (``JobCompletedEventAddReturnCode`` says slot 2, an int32), so the generated
+code stays the one source of the schema's layout.
+
+**Writing.** A shape is one ``struct`` format and one small function, compiled from the
+layout when the shape is first needed, that packs the event's values between the
+layout's constants (vtables, offsets, union types, string lengths) written in as
+literals: an event is one call of that function, found by the lengths of its strings.
+Writing gives up (None: the generated code writes the message, or refuses it naming
+the field) on another event, an unusual variant (a forwarded profile, a custom
+placement, ...) or a value ``struct`` refuses.
 
 **Reading.** :func:`decode` reads a message whose events are all of these kinds and in
 the usual form (no forwarded profile, no custom placement, ...), with the bounds checks
 that keep a read inside the buffer. A block laid out as written here (its tables come
-before its strings, so they do not move with the strings' lengths) is read with one
-``unpack`` of its tables, answered only when every vtable, offset between tables and
-union type is the one written (:class:`_Head`); another writer's layout (flatc's, Batsim
-5's C++) is read table by table. Anything else — another event, an unusual variant,
-a missing field, an offset outside the buffer, a bad string — makes it give up and
-return None, and the codec's careful reader (``batprotocol.py``) decodes the message or
-refuses it naming the field. The fast path never decides that a buffer is bad.
+before its strings, so they do not move with the strings' lengths) is read by a
+function compiled from the layout (:class:`_Head`): one ``unpack`` of its tables that
+takes every run of constant bytes (vtables, offsets between tables, union types and
+their padding) as one ``bytes`` to compare, the strings read where their offsets
+point, the event built in place; it answers only when every constant is the one
+written. Another writer's layout (flatc's, Batsim 5's C++) is read table by table.
+Anything else — another event, an unusual variant, a missing field, an offset outside
+the buffer, a bad string, a non-finite timestamp — makes it give up and return None,
+and the codec's careful reader (``batprotocol.py``) decodes the message or refuses it
+naming the field. The fast path never decides that a buffer is bad.
 """
 
 from __future__ import annotations
@@ -34,14 +43,13 @@ import math
 import operator
 import re
 import struct
+from itertools import accumulate
 from typing import Any, Callable, Optional, Union
 
 from ..events import Event
-from . import batprotocol_fb
+from .batprotocol_runtime import fb
 
 __all__ = ["encode", "decode"]
-
-fb: Any = batprotocol_fb  # generated, untyped: typed here by use
 
 _STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_FAILED", "COMPLETED_WALLTIME_REACHED",
            "COMPLETED_KILLED", "REJECTED")
@@ -49,6 +57,13 @@ _STATE_INDEX = {name: i for i, name in enumerate(_STATES)}
 #: where a block's EventAndTimestamp table starts (after its vtable of 3 slots)
 _ITEM_TABLE = 16
 _SIZES = {"d": 8, "Q": 8, "q": 8, "I": 4, "i": 4, "f": 4, "H": 2, "h": 2, "b": 1, "B": 1, "?": 1, "o": 4}
+#: shapes kept per block kind (one per combination of string lengths met); past this
+#: many the cache starts again, so odd lengths cannot make it grow without bound
+_MAX_SHAPES = 4096
+
+
+class _GiveUp(Exception):
+    """Not the usual form: the generated code (writing) or the careful reader decides."""
 
 
 # -- the layout, as the generated code states it -------------------------------------
@@ -89,7 +104,6 @@ def _slots(start: Callable[[Any], None]) -> int:
     return recorder.seen[0]
 
 
-# -- writing ---------------------------------------------------------------------------
 class _Str:
     """A string of a block, given as the value named ``name`` (UTF-8 bytes)."""
 
@@ -115,40 +129,50 @@ class _Const:
 _Node = Union[_Table, _Str]
 
 
+class _Part:
+    """One field of a block's bytes: at ``at``, of struct ``code``, that is ``kind``:
+    ``pad`` (zeros), ``const`` (``value``), ``var`` (the value named ``value``),
+    ``offset`` (to the string named ``value``: ``target`` once placed), ``length``
+    (of the string named ``value``: ``target``) or ``bytes`` (the string named ``value``)."""
+
+    __slots__ = ("at", "code", "kind", "value", "target")
+
+    def __init__(self, at: int, code: str, kind: str, value: Any) -> None:
+        self.at, self.code, self.kind, self.value = at, code, kind, value
+        self.target = 0
+
+    @property
+    def constant(self) -> Any:
+        return self.value if self.kind == "const" else self.target
+
+
 class _Shape:
-    """One block layout for given string lengths: a ``struct`` whose arguments are the
-    layout's constants and the event's values, put in order by one ``itemgetter``.
+    """One block layout for given string lengths (``lengths``: by string name).
 
     The tables come first, the strings last: the tables' part (the block's *head*) is
-    then the same whatever the strings' lengths, which lets the reader check a whole head
-    with one ``unpack`` (:class:`_Head`)."""
+    then the same whatever the strings' lengths, and the first string starts right
+    after it (:class:`_Head` reads a head and that string's length in one unpack)."""
 
-    __slots__ = ("struct", "order", "consts", "size", "head", "root_fields")
-
-    def __init__(self, root: _Table, names: tuple[str, ...], lengths: dict[str, int]) -> None:
-        fmt = ["<"]
-        args: list[Any] = []
+    def __init__(self, root: _Table, lengths: dict[str, int]) -> None:
+        parts: list[_Part] = []
         at = 0  # bytes laid out so far
-        where: dict[str, int] = {}
-        patches: list[tuple[int, int, _Node]] = []  # (argument index, field position, target)
         placed: dict[int, int] = {}  # id(node) -> position of the table / string
-        root_fields: dict[int, int] = {}  # slot -> field offset in the root table
+        links: list[tuple[_Part, _Node]] = []  # offset fields and what they point to
+        self.root_fields: dict[int, int] = {}  # slot -> field offset in the root table
 
         def pad(n: int) -> None:
             nonlocal at
             extra = -at % n
             if extra:
-                fmt.append(f"{extra}x")
+                parts.append(_Part(at, f"{extra}x", "pad", None))
                 at += extra
 
-        def put(code: str, value: Any) -> None:
-            """One field: a constant, or a variable by name (str)."""
+        def put(code: str, kind: str, value: Any, size: int) -> _Part:
             nonlocal at
-            fmt.append(code)
-            if isinstance(value, str):
-                where[value] = len(args)
-            args.append(value)
-            at += struct.calcsize("<" + code)
+            part = _Part(at, code, kind, value)
+            parts.append(part)
+            at += size
+            return part
 
         tables: list[_Table] = [root]
         strings: list[_Str] = []
@@ -162,260 +186,356 @@ class _Shape:
                 offsets[slot] = rel
                 rel += _SIZES[code]
             if node is root:
-                root_fields.update(offsets)
+                self.root_fields.update(offsets)
             pad(2)
             vtable = at
             for value in (4 + 2 * node.slots, rel, *[offsets.get(s, 0) for s in range(node.slots)]):
-                put("H", value)
+                put("H", "const", value, 2)
             pad(8)
             placed[id(node)] = at
-            put("i", at - vtable)
+            put("i", "const", at - vtable, 4)
             for slot, code, value in order:
                 pad(_SIZES[code])
                 if code == "o":
-                    patches.append((len(args), at, value))
-                    put("I", 0)
                     if isinstance(value, _Str):
+                        links.append((put("I", "offset", value.name, 4), value))
                         strings.append(value)
                     else:
+                        links.append((put("I", "const", 0, 4), value))
                         tables.append(value)
+                elif isinstance(value, _Const):
+                    put(code, "const", value.value, _SIZES[code])
                 else:
-                    put(code, value.value if isinstance(value, _Const) else value)
+                    put(code, "var", value, _SIZES[code])
         pad(4)
-        head_args = len(args)
-        head_fmt = "".join(fmt)
+        #: where the head ends and the first string starts
+        self.head_size = at
         for string in strings:
             pad(4)
             placed[id(string)] = at
             n = lengths[string.name]
-            put("I", n)
-            put(f"{n}s", string.name)
-            fmt.append("x")  # the terminating NUL
-            at += 1
+            put("I", "length", string.name, 4).target = n
+            put(f"{n}s", "bytes", string.name, n)
+            put("x", "pad", None, 1)  # the terminating NUL
         pad(8)
-        string_fields = {index for index, _, target in patches if isinstance(target, _Str)}
-        for index, position, target in patches:
-            args[index] = placed[id(target)] - position
-        self.struct = struct.Struct("".join(fmt))
-        # the constants, then the values: one itemgetter puts them in the struct's order
-        constant = [i for i, a in enumerate(args) if not isinstance(a, str)]
-        self.consts = tuple(args[i] for i in constant)
-        slot_of = {i: k for k, i in enumerate(constant)}
-        value_at = {where[name]: len(constant) + k for k, name in enumerate(names)}
-        self.order = operator.itemgetter(*[slot_of[i] if i in slot_of else value_at[i] for i in range(len(args))])
+        for part, target in links:
+            if part.kind == "offset":
+                part.target = placed[id(target)] - part.at
+            else:
+                part.value = placed[id(target)] - part.at
+        self.parts = parts
+        self.strings = [s.name for s in strings]
         self.size = at
-        # what the reader checks and reads in the head: the constants (string offsets
-        # aside, they depend on the lengths), the values, the strings' offset fields
-        fixed = [i for i in constant if i < head_args and i not in string_fields]
-        in_head = [n for n in names if where[n] < head_args]
-        read = in_head + [t.name for _, _, t in patches if isinstance(t, _Str)]
-        self.head = _Head(head_fmt, fixed, [args[i] for i in fixed], [where[n] for n in in_head],
-                          [(index, position) for index, position, target in patches if isinstance(target, _Str)],
-                          [read.index(n) for n in names])
-        self.root_fields = root_fields
         assert placed[id(root)] == _ITEM_TABLE  # the root's vtable, then the root
 
-    def pack(self, values: tuple[Any, ...]) -> bytes:
-        return self.struct.pack(*self.order(self.consts + values))
+    def packer(self, names: tuple[str, ...]) -> Callable[..., bytes]:
+        """The function packing a block of this shape from the values ``names``, in
+        that order (strings as UTF-8 bytes): one ``struct`` call, each run of constant
+        bytes (vtables, offsets, union types, string lengths, padding) written in as one
+        ``bytes`` literal."""
+        fmt, args, values = ["<"], [], []
+        for item in _merged(self.parts, lambda p: p.kind not in ("var", "bytes")):
+            if isinstance(item, bytes):
+                fmt.append(f"{len(item)}s")
+                args.append(repr(item))
+            else:
+                fmt.append(item.code)
+                args.append(item.value)
+                values.append(item.value)
+        assert sorted(names) == sorted(values)
+        pack: Callable[..., bytes] = _compile(f"lambda {', '.join(names)}: _pack({', '.join(args)})",
+                                              {"_pack": struct.Struct("".join(fmt)).pack})
+        return pack
+
+
+def _merged(parts: list[_Part], constant: Callable[[_Part], bool]) -> list[Union[bytes, _Part]]:
+    """``parts`` with each run of ``constant`` ones replaced by the bytes they pack to."""
+    out: list[Union[bytes, _Part]] = []
+    run: list[_Part] = []
+    for part in [*parts, None]:
+        if part is not None and constant(part):
+            run.append(part)
+            continue
+        if run:
+            out.append(struct.pack("<" + "".join(p.code for p in run), *[p.constant for p in run if p.kind != "pad"]))
+            run = []
+        if part is not None:
+            out.append(part)
+    return out
+
+
+def _compile(source: str, namespace: dict[str, Any]) -> Any:
+    """The function ``source`` (made here from a layout: names and numbers only)."""
+    exec(compile(f"_f = {source}" if source.startswith("lambda") else source, "<batprotocol_fast>", "exec"),
+         namespace)
+    return namespace["_f"]
 
 
 class _Head:
-    """The tables of a block as :class:`_Shape` lays them out: :meth:`read` unpacks them
-    in one call and answers only when every constant (vtables, offsets between tables,
-    union types) is as written here, so the fields are where this layout puts them."""
+    """The reader of the blocks of one kind as :class:`_Shape` lays them out:
+    :attr:`read` ``(buf, block, size)`` answers the event of the block at ``block``
+    (``size``: the buffer's length), or None when its constants are not the ones
+    written here (another writer's layout: read it table by table); it raises
+    :class:`_GiveUp` when the block is laid out as here but unusual (a string outside the
+    buffer, a non-finite timestamp, a value out of range).
 
-    __slots__ = ("unpack", "fixed", "consts", "values", "strings", "order")
+    One ``unpack`` reads the head and the first string's length: each run of constant
+    bytes (padding included, written as zeros) is one ``bytes`` compared whole, each
+    value a typed field; the first string's offset is a constant (it starts right
+    after the head), the others are followed."""
 
-    def __init__(self, fmt: str, fixed: list[int], consts: list[Any], values: list[int],
-                 strings: list[tuple[int, int]], order: list[int]) -> None:
-        self.unpack = struct.Struct(fmt).unpack_from
-        self.fixed = _getter(fixed)
-        self.consts = tuple(consts)
-        self.values = _getter(values)
-        self.strings = strings
-        self.order = _getter(order)
+    def __init__(self, shape: _Shape, kind: str, data: str, guard: str = "") -> None:
+        self.source = self._source(shape, kind, data, guard)
+        self.struct = struct.Struct(self._format)
+        self.read: Callable[[bytes, int, int], Optional[Event]] = _compile(self.source, {
+            "_unpack": self.struct.unpack_from, "_U32": _U32, "_isfinite": math.isfinite, "_GiveUp": _GiveUp,
+            "_STATES": _STATES, "_SECOND": _SECOND, **self._constants})
 
-    def read(self, buf: bytes, block: int) -> Optional[tuple[Any, ...]]:
-        """The values then the strings of the block at ``block``, or None."""
-        v = self.unpack(buf, block)
-        if self.fixed(v) != self.consts:
-            return None
-        out: tuple[Any, ...] = self.values(v)
-        for index, position in self.strings:
-            at = block + position + v[index]
-            end = at + 4 + _U32(buf, at)[0]
-            if end > len(buf):
-                raise _GiveUp
-            out += (buf[at + 4:end].decode(),)
-        return self.order(out)
-
-
-def _getter(indexes: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
-    """``itemgetter`` that always answers a tuple (also of one or no item)."""
-    if len(indexes) == 1:
-        index = indexes[0]
-        return lambda v: (v[index],)
-    return operator.itemgetter(*indexes) if indexes else (lambda v: ())
+    def _source(self, shape: _Shape, kind: str, data: str, guard: str) -> str:
+        first = shape.strings[0] if shape.strings else None
+        fmt, targets = ["<"], []
+        self._constants: dict[str, bytes] = {}
+        followed = []  # (string name, position of its offset field)
+        head = [p for p in shape.parts if p.at < shape.head_size]
+        for item in _merged(head, lambda p: p.kind in ("const", "pad") or (p.kind == "offset" and p.value == first)):
+            if isinstance(item, bytes):
+                name = f"_K{len(self._constants)}"
+                self._constants[name] = item
+                fmt.append(f"{len(item)}s")
+                targets.append(name.lower())
+                continue
+            fmt.append(item.code)
+            if item.kind == "var":
+                targets.append(item.value)
+            else:  # the offset of a string after the first
+                targets.append(f"_o_{item.value}")
+                followed.append((item.value, item.at))
+        if first is not None:
+            fmt.append("I")
+            targets.append("_n0")
+        self._format = "".join(fmt)
+        lines = [f"def _f(buf, block, size):",
+                 f"    {', '.join(targets)}{',' if len(targets) == 1 else ''} = _unpack(buf, block)",
+                 "    if " + " or ".join(f"{k.lower()} != {k}" for k in self._constants) + ":",
+                 "        return None",
+                 "    if not _isfinite(timestamp):",
+                 "        raise _GiveUp"]
+        if first is not None:
+            lines += [f"    _at = block + {shape.head_size + 4}",
+                      "    _end = _at + _n0",
+                      "    if _end > size:",
+                      "        raise _GiveUp",
+                      f"    {first} = buf[_at:_end].decode()"]
+        for name, at in followed:
+            lines += [f"    _at = block + {at} + _o_{name}",
+                      "    _end = _at + 4 + _U32(buf, _at)[0]",
+                      "    if _end > size:",
+                      "        raise _GiveUp",
+                      f"    {name} = buf[_at + 4:_end].decode()"]
+        if guard:
+            lines += [f"    if {guard}:", "        raise _GiveUp"]
+        lines.append(f"    return {{'timestamp': timestamp, 'type': {kind!r}, 'data': {data}}}")
+        return "\n".join(lines) + "\n"
 
 
 class _Block:
     """An event's block: an ``EventAndTimestamp`` table (variable ``timestamp``) pointing
-    to ``event`` of union member ``kind``; ``names`` orders the values of :meth:`pack`."""
+    to ``event`` of union member ``kind``. ``names``: the values :meth:`packer` takes,
+    in order; the reader answers the shared event ``{"type": name, "data": data}``
+    (``data``: a Python expression of the values) unless ``guard`` (an expression) holds."""
 
-    def __init__(self, kind: int, event: _Table, names: tuple[str, ...]) -> None:
+    def __init__(self, kind: int, event: _Table, names: tuple[str, ...], name: str, data: str,
+                 guard: str = "") -> None:
         self.root = _Table(fb.EventAndTimestampStart, (fb.EventAndTimestampAddTimestamp, "timestamp"),
                            (fb.EventAndTimestampAddEventType, _Const(kind)), (fb.EventAndTimestampAddEvent, event))
         self.names = ("timestamp", *names)
-        self.strings = [n for n in self.names if self._is_string(self.root, n)]
-        self.string_at = [self.names.index(n) for n in self.strings]
-        strings = _getter(self.string_at)
-        self._lengths: Callable[[tuple[Any, ...]], tuple[int, ...]] = lambda v: tuple(map(len, strings(v)))
-        self.shapes: dict[tuple[int, ...], _Shape] = {}
-        some = _Shape(self.root, self.names, {name: 0 for name in self.strings})
-        #: the reader of the block's tables, whatever the strings' lengths
-        self.head = some.head
+        some = _Shape(self.root, _Lengths())
+        #: the strings, in the order of the lengths that key :attr:`shapes`
+        self.strings = [n for n in self.names if n in some.strings]
+        #: packers by string lengths (one string: its length; more: their tuple)
+        self.shapes: dict[Any, Callable[..., bytes]] = {}
+        #: the reader of the blocks of this kind, whatever the strings' lengths
+        self.head = _Head(some, name, data, guard)
         #: where the union type is, from the EventAndTimestamp table
         self.kind_at = some.root_fields[_field(fb.EventAndTimestampAddEventType)[0]]
 
-    @classmethod
-    def _is_string(cls, node: _Node, name: str) -> bool:
-        if isinstance(node, _Str):
-            return node.name == name
-        return any(isinstance(v, (_Str, _Table)) and cls._is_string(v, name) for _, _, v in node.fields)
+    def new(self, key: Any) -> Callable[..., bytes]:
+        """The packer for strings of lengths ``key`` (made once)."""
+        if len(self.shapes) >= _MAX_SHAPES:
+            self.shapes.clear()
+        lengths = dict(zip(self.strings, key if isinstance(key, tuple) else (key,)))
+        pack = self.shapes[key] = _Shape(self.root, lengths).packer(self.names)
+        return pack
 
-    def pack(self, values: tuple[Any, ...]) -> bytes:
-        """The block of the event with ``values`` (strings as UTF-8 bytes)."""
-        lengths = self._lengths(values)
-        shape = self.shapes.get(lengths)
-        if shape is None:
-            shape = self.shapes[lengths] = _Shape(self.root, self.names, dict(zip(self.strings, lengths)))
-        return shape.struct.pack(*shape.order(shape.consts + values))
+    def pack(self, *values: Any) -> bytes:
+        """The block of the event with ``values`` (strings as UTF-8 bytes): what the
+        writers below do inline."""
+        lengths = tuple(len(values[self.names.index(s)]) for s in self.strings)
+        key = lengths if len(lengths) != 1 else lengths[0]
+        return (self.shapes.get(key) or self.new(key))(*values)
+
+
+class _Lengths(dict[str, int]):
+    """Any string length: 0."""
+
+    def __missing__(self, key: str) -> int:
+        return 0
 
 
 # the events, by the generated code's names
-_SUBMITTED = {walltime: _Block(fb.Event.JobSubmittedEvent, _Table(
+_PREDEFINED = fb.ExecutorPlacement.PredefinedExecutorPlacementStrategyWrapper
+_ONE_SHOT, _SECOND = fb.TemporalTrigger.OneShot, fb.TimeUnit.Second
+_U32 = struct.Struct("<I").unpack_from
+
+_SUBMITTED, _SUBMITTED_WALLTIME = [_Block(fb.Event.JobSubmittedEvent, _Table(
     fb.JobSubmittedEventStart, (fb.JobSubmittedEventAddJobId, _Str("job_id")),
     (fb.JobSubmittedEventAddSubmissionTime, "subtime"),
     (fb.JobSubmittedEventAddJob, _Table(fb.JobStart, (fb.JobAddResourceRequest, "res"),
                                         *([(fb.JobAddWalltime, "walltime")] if walltime else []),
                                         (fb.JobAddProfileId, _Str("profile"))))),
-    ("job_id", "subtime", "res", *(["walltime"] if walltime else []), "profile"))
-    for walltime in (False, True)}  # -1 (none) is the absent optional scalar
+    ("job_id", "subtime", "res", *(["walltime"] if walltime else []), "profile"), "JOB_SUBMITTED",
+    '{"job_id": job_id, "job": {"id": job_id, "subtime": subtime, "res": res, "profile": profile, '
+    f'"walltime": {"walltime" if walltime else -1}}}}}')
+    for walltime in (False, True)]  # -1 (none) is the absent optional scalar
 _COMPLETED = _Block(fb.Event.JobCompletedEvent, _Table(
     fb.JobCompletedEventStart, (fb.JobCompletedEventAddJobId, _Str("job_id")),
     (fb.JobCompletedEventAddState, "state"), (fb.JobCompletedEventAddReturnCode, "return_code")),
-    ("job_id", "state", "return_code"))
+    ("job_id", "state", "return_code"), "JOB_COMPLETED",
+    '{"job_id": job_id, "job_state": _STATES[state], "return_code": return_code}', "not 0 <= state < 5")
 _EXECUTE = _Block(fb.Event.ExecuteJobEvent, _Table(
     fb.ExecuteJobEventStart, (fb.ExecuteJobEventAddJobId, _Str("job_id")),
     (fb.ExecuteJobEventAddAllocation, _Table(
         fb.AllocationPlacementStart, (fb.AllocationPlacementAddHostAllocation, _Str("alloc")),
-        (fb.AllocationPlacementAddExecutorPlacementType,
-         _Const(fb.ExecutorPlacement.PredefinedExecutorPlacementStrategyWrapper)),
+        (fb.AllocationPlacementAddExecutorPlacementType, _Const(_PREDEFINED)),
         # the strategy left at its default, SpreadOverHostsFirst
         (fb.AllocationPlacementAddExecutorPlacement, _Table(fb.PredefinedExecutorPlacementStrategyWrapperStart))))),
-    ("job_id", "alloc"))
+    ("job_id", "alloc"), "EXECUTE_JOB", '{"job_id": job_id, "alloc": alloc}')
 _CALL = _Block(fb.Event.CallMeLaterEvent, _Table(
-    fb.CallMeLaterEventStart, (fb.CallMeLaterEventAddCallMeLaterId, _Str("id")),
-    (fb.CallMeLaterEventAddWhenType, _Const(fb.TemporalTrigger.OneShot)),
+    fb.CallMeLaterEventStart, (fb.CallMeLaterEventAddCallMeLaterId, _Str("call_id")),
+    (fb.CallMeLaterEventAddWhenType, _Const(_ONE_SHOT)),
     (fb.CallMeLaterEventAddWhen, _Table(fb.OneShotStart, (fb.OneShotAddTime, "time"),
                                         (fb.OneShotAddTimeUnit, "unit")))),
-    ("id", "time", "unit"))
+    ("call_id", "time", "unit"), "CALL_ME_LATER", '{"id": call_id, "timestamp": float(time)}', "unit != _SECOND")
 _CALLED = _Block(fb.Event.RequestedCallEvent, _Table(
-    fb.RequestedCallEventStart, (fb.RequestedCallEventAddCallMeLaterId, _Str("id")),
-    (fb.RequestedCallEventAddLastPeriodicCall, "last")), ("id", "last"))
-_ENDS = _Block(fb.Event.SimulationEndsEvent, _Table(fb.SimulationEndsEventStart), ())
+    fb.RequestedCallEventStart, (fb.RequestedCallEventAddCallMeLaterId, _Str("call_id")),
+    (fb.RequestedCallEventAddLastPeriodicCall, "last")), ("call_id", "last"), "REQUESTED_CALL",
+    '{"id": call_id, "last_periodic_call": last}')
+_ENDS = _Block(fb.Event.SimulationEndsEvent, _Table(fb.SimulationEndsEventStart), (), "SIMULATION_ENDS", "{}")
+_BLOCKS = (_SUBMITTED, _SUBMITTED_WALLTIME, _COMPLETED, _EXECUTE, _CALL, _CALLED, _ENDS)
 
+
+# -- writing ---------------------------------------------------------------------------
 _JOB_KEYS = frozenset(("id", "subtime", "res", "profile", "walltime"))
+_SUBMITTED_SHAPES, _SUBMITTED_WALLTIME_SHAPES = _SUBMITTED.shapes, _SUBMITTED_WALLTIME.shapes
+_COMPLETED_SHAPES, _EXECUTE_SHAPES = _COMPLETED.shapes, _EXECUTE.shapes
+_CALL_SHAPES, _CALLED_SHAPES = _CALL.shapes, _CALLED.shapes
+_ENDS_PACK = _ENDS.new(())
+assert [b.strings for b in _BLOCKS] == [["job_id", "profile"], ["job_id", "profile"], ["job_id"],
+                                        ["job_id", "alloc"], ["call_id"], ["call_id"], []]
 
 
-def _write_submitted(d: dict[str, Any], t: float) -> Optional[bytes]:
+def _write_submitted(d: dict[str, Any], t: float) -> bytes:
     job = d["job"]
     if "profile" in d or not job.keys() <= _JOB_KEYS:
-        return None  # a forwarded profile or extra_data: the generated code writes those
+        raise _GiveUp  # a forwarded profile or extra_data: the generated code writes those
+    job_id = d["job_id"].encode()
+    profile = job["profile"].encode()
+    key = (len(job_id), len(profile))
     walltime = job.get("walltime", -1)
     if walltime == -1:
-        return _SUBMITTED[False].pack((t, d["job_id"].encode(), float(job.get("subtime", 0.0)), int(job["res"]),
-                                       job["profile"].encode()))
-    return _SUBMITTED[True].pack((t, d["job_id"].encode(), float(job.get("subtime", 0.0)), int(job["res"]),
-                                  float(walltime), job["profile"].encode()))
+        pack = _SUBMITTED_SHAPES.get(key) or _SUBMITTED.new(key)
+        return pack(t, job_id, float(job.get("subtime", 0.0)), int(job["res"]), profile)
+    pack = _SUBMITTED_WALLTIME_SHAPES.get(key) or _SUBMITTED_WALLTIME.new(key)
+    return pack(t, job_id, float(job.get("subtime", 0.0)), int(job["res"]), float(walltime), profile)
 
 
-def _write_completed(d: dict[str, Any], t: float) -> Optional[bytes]:
-    return _COMPLETED.pack((t, d["job_id"].encode(), _STATE_INDEX[d["job_state"]], int(d["return_code"])))
+def _write_completed(d: dict[str, Any], t: float) -> bytes:
+    job_id = d["job_id"].encode()
+    pack = _COMPLETED_SHAPES.get(len(job_id)) or _COMPLETED.new(len(job_id))
+    return pack(t, job_id, _STATE_INDEX[d["job_state"]], int(d["return_code"]))
 
 
-def _write_execute(d: dict[str, Any], t: float) -> Optional[bytes]:
+def _write_execute(d: dict[str, Any], t: float) -> bytes:
     if d.get("mapping"):
-        return None
-    return _EXECUTE.pack((t, d["job_id"].encode(), d["alloc"].encode()))
+        raise _GiveUp
+    job_id = d["job_id"].encode()
+    alloc = d["alloc"].encode()
+    key = (len(job_id), len(alloc))
+    return (_EXECUTE_SHAPES.get(key) or _EXECUTE.new(key))(t, job_id, alloc)
 
 
-def _write_call(d: dict[str, Any], t: float) -> Optional[bytes]:
+def _write_call(d: dict[str, Any], t: float) -> bytes:
     if "period" in d:
-        return None
+        raise _GiveUp
     when = float(d["timestamp"])
     if when != int(when):
-        return None  # milliseconds, rounded up: the generated path's rule
-    return _CALL.pack((t, d.get("id", "").encode(), int(when), fb.TimeUnit.Second))
+        raise _GiveUp  # milliseconds, rounded up: the generated path's rule
+    call_id = d.get("id", "").encode()
+    return (_CALL_SHAPES.get(len(call_id)) or _CALL.new(len(call_id)))(t, call_id, int(when), _SECOND)
 
 
-def _write_called(d: dict[str, Any], t: float) -> Optional[bytes]:
-    return _CALLED.pack((t, d.get("id", "").encode(), bool(d.get("last_periodic_call", False))))
+def _write_called(d: dict[str, Any], t: float) -> bytes:
+    call_id = d.get("id", "").encode()
+    return (_CALLED_SHAPES.get(len(call_id)) or _CALLED.new(len(call_id)))(
+        t, call_id, bool(d.get("last_periodic_call", False)))
 
 
-def _write_ends(d: dict[str, Any], t: float) -> Optional[bytes]:
-    return _ENDS.pack((t,))
+def _write_ends(d: dict[str, Any], t: float) -> bytes:
+    return _ENDS_PACK(t)
 
 
-_WRITERS: dict[str, Callable[[dict[str, Any], float], Optional[bytes]]] = {
+_WRITERS: dict[str, Callable[[dict[str, Any], float], bytes]] = {
     "JOB_SUBMITTED": _write_submitted, "JOB_COMPLETED": _write_completed, "EXECUTE_JOB": _write_execute,
     "CALL_ME_LATER": _write_call, "REQUESTED_CALL": _write_called, "SIMULATION_ENDS": _write_ends}
 
 # the message: root offset, the Message table (now, events) and the events vector
 _NOW, _EVENTS = _field(fb.MessageAddNow), _field(fb.MessageAddEvents)
 assert (_NOW, _EVENTS) == ((0, "d"), (1, "o"))  # as the head below lays them out
-_HEADS: dict[int, struct.Struct] = {}
+#: root u32 | vtable: 4 u16 | pad | table: soffset, events offset | now | the events vector
+#: (count, offsets, padding): all that comes before ``now`` is constant
+_MESSAGE_START = struct.pack("<I4H4xiI", 16, 8, 16, 8, 4, 12, 12)
+_MESSAGE_FORMAT = "<24sd{}I{}x"
+#: where the events vector's first offset is in the head
+_FIRST_ENTRY = 36
+#: by event count: the head's pack, the first block's offset from the first entry, the
+#: entries' positions relative to the first
+_HEADS: dict[int, tuple[Callable[..., bytes], int, range]] = {}
+_sub = operator.sub
+
+
+def _message_head(count: int) -> tuple[Callable[..., bytes], int, range]:
+    pad = -(_FIRST_ENTRY + 4 * count) % 8
+    head = _HEADS[count] = (struct.Struct(_MESSAGE_FORMAT.format(count + 1, pad)).pack,
+                            4 * count + pad + _ITEM_TABLE, range(0, 4 * count, 4))
+    return head
 
 
 def encode(now: float, events: list[Event]) -> Optional[bytes]:
     """The message as a FlatBuffer, or None when an event needs the generated code."""
-    blocks = []
-    for event in events:
-        write = _WRITERS.get(event["type"])
-        block = None if write is None else write(event["data"], event["timestamp"])
-        if block is None:
-            return None
-        blocks.append(block)
-    count = len(events)
-    head = _HEADS.get(count)
-    if head is None:
-        # root u32 | vtable: 4 u16 | pad | table: soffset, events offset, now | vector
-        head = _HEADS[count] = struct.Struct(f"<I4H4xiId{count + 1}I{-(36 + 4 * count) % 8}x")
-    entries = []
-    at = head.size  # the first block; its EventAndTimestamp table follows its vtable
-    for index, block in enumerate(blocks):
-        entries.append(at + _ITEM_TABLE - (36 + 4 * index))
-        at += len(block)
-    return head.pack(16, 8, 16, 8, 4, 12, 12, now, count, *entries) + b"".join(blocks)
-
-
+    try:
+        blocks = [_WRITERS[event["type"]](event["data"], event["timestamp"]) for event in events]
+        count = len(blocks)
+        pack, first, steps = _HEADS.get(count) or _message_head(count)
+        # the vector's offsets: from entry i to block i's EventAndTimestamp table
+        blocks.insert(0, pack(_MESSAGE_START, now, count,
+                              *map(_sub, accumulate(map(len, blocks), initial=first), steps)))
+    except (_GiveUp, KeyError, TypeError, ValueError, AttributeError, OverflowError, struct.error):
+        return None  # the generated code writes it, or refuses it naming the field
+    return b"".join(blocks)
 
 
 # -- reading ---------------------------------------------------------------------------
-class _GiveUp(Exception):
-    """Not the usual form: the careful reader decides."""
-
-
 _I8 = struct.Struct("<b").unpack_from
 _U8 = struct.Struct("<B").unpack_from
 _I32 = struct.Struct("<i").unpack_from
-_U32 = struct.Struct("<I").unpack_from
 _U16 = struct.Struct("<H").unpack_from
 _U64 = struct.Struct("<Q").unpack_from
 _F64 = struct.Struct("<d").unpack_from
 _UNPACK = {"b": _I8, "B": _U8, "?": _U8, "i": _I32, "I": _U32, "Q": _U64, "d": _F64}
 _VTABLES = [struct.Struct(f"<{n}H").unpack_from for n in range(64)]
 _VECTORS: dict[int, Callable[[bytes, int], tuple[int, ...]]] = {}
+#: the message's head up to the events' count, as encode writes it
+_MESSAGE = struct.Struct(_MESSAGE_FORMAT.format(1, 0)).unpack_from
 _isfinite = math.isfinite
 
 
@@ -479,8 +599,6 @@ assert [_field(add)[1] for add in (
     fb.JobAddResourceRequest, fb.JobAddWalltime, fb.AllocationPlacementAddExecutorPlacementType,
     fb.RequestedCallEventAddLastPeriodicCall, fb.CallMeLaterEventAddWhenType, fb.OneShotAddTime,
     fb.OneShotAddTimeUnit)] == ["d", "B", "d", "I", "d", "B", "?", "B", "Q", "b"]
-_PREDEFINED = fb.ExecutorPlacement.PredefinedExecutorPlacementStrategyWrapper
-_ONE_SHOT, _SECOND = fb.TemporalTrigger.OneShot, fb.TimeUnit.Second
 
 
 def _read_completed(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
@@ -552,54 +670,48 @@ _READERS: dict[int, Callable[[bytes, int], tuple[str, dict[str, Any]]]] = {
     fb.Event.CallMeLaterEvent: _read_call, fb.Event.SimulationEndsEvent: _read_ends}
 
 
-def _made_submitted(v: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
-    return "JOB_SUBMITTED", {"job_id": v[1], "job": {"id": v[1], "subtime": v[2], "res": v[3], "profile": v[4],
-                                                     "walltime": -1}}
-
-
-def _made_submitted_walltime(v: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
-    return "JOB_SUBMITTED", {"job_id": v[1], "job": {"id": v[1], "subtime": v[2], "res": v[3], "profile": v[5],
-                                                     "walltime": v[4]}}
-
-
-def _made_completed(v: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
-    if not 0 <= v[2] < 5:
+def _read_item(buf: bytes, item: int) -> Event:
+    """The event of the EventAndTimestamp table at ``item``, read table by table (as
+    another writer may lay it out)."""
+    i = _table(buf, item, 3)
+    read = _READERS.get(_U8(buf, item + i[_KIND])[0] if i[_KIND] else 0)
+    stamp = _F64(buf, item + i[_TS])[0] if i[_TS] else 0.0
+    if read is None or not i[_EVENT] or not _isfinite(stamp):
         raise _GiveUp
-    return "JOB_COMPLETED", {"job_id": v[1], "job_state": _STATES[v[2]], "return_code": v[3]}
+    kind, data = read(buf, _child(buf, item + i[_EVENT]))
+    return {"timestamp": stamp, "type": kind, "data": data}
 
 
-def _made_call(v: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
-    if v[3] != _SECOND:
-        raise _GiveUp
-    return "CALL_ME_LATER", {"id": v[1], "timestamp": float(v[2])}
-
-
-#: the blocks :func:`encode` writes, by union type: their head and what makes the event
-#: of their values (in the order of the block's names)
-_BY_KIND: dict[int, list[tuple[_Head, Callable[[tuple[Any, ...]], tuple[str, dict[str, Any]]]]]] = {
-    fb.Event.JobSubmittedEvent: [(_SUBMITTED[False].head, _made_submitted),
-                                 (_SUBMITTED[True].head, _made_submitted_walltime)],
-    fb.Event.JobCompletedEvent: [(_COMPLETED.head, _made_completed)],
-    fb.Event.ExecuteJobEvent: [(_EXECUTE.head, lambda v: ("EXECUTE_JOB", {"job_id": v[1], "alloc": v[2]}))],
-    fb.Event.CallMeLaterEvent: [(_CALL.head, _made_call)],
-    fb.Event.RequestedCallEvent: [(_CALLED.head, lambda v: ("REQUESTED_CALL", {
-        "id": v[1], "last_periodic_call": bool(v[2])}))],
-    fb.Event.SimulationEndsEvent: [(_ENDS.head, lambda v: ("SIMULATION_ENDS", {}))]}
+#: the readers of the blocks :func:`encode` writes, by union type (the likelier first)
+_WHOLE: dict[int, tuple[Callable[[bytes, int, int], Optional[Event]], ...]] = {
+    fb.Event.JobSubmittedEvent: (_SUBMITTED.head.read, _SUBMITTED_WALLTIME.head.read),
+    fb.Event.JobCompletedEvent: (_COMPLETED.head.read,), fb.Event.ExecuteJobEvent: (_EXECUTE.head.read,),
+    fb.Event.CallMeLaterEvent: (_CALL.head.read,), fb.Event.RequestedCallEvent: (_CALLED.head.read,),
+    fb.Event.SimulationEndsEvent: (_ENDS.head.read,)}
 _KIND_AT = _ENDS.kind_at
-assert all(block.kind_at == _KIND_AT for block in (*_SUBMITTED.values(), _COMPLETED, _EXECUTE, _CALL, _CALLED))
+assert all(block.kind_at == _KIND_AT for block in _BLOCKS)
 
 
 def decode(buf: bytes) -> Optional[tuple[float, list[Event]]]:
     """``now`` and the events of ``buf`` when it is a message of the usual per-job
     events in their usual form, else None (the careful reader then decides)."""
     try:
-        root = _U32(buf, 0)[0]
-        o = _table(buf, root, 2)
-        now = _F64(buf, root + o[_NOW[0]])[0] if o[_NOW[0]] else 0.0
-        if not (o[_EVENTS[0]] and _isfinite(now)):
+        start, now, count = _MESSAGE(buf, 0)
+        if start == _MESSAGE_START:  # as encode writes it
+            vec = _FIRST_ENTRY - 4
+        else:
+            root = _U32(buf, 0)[0]
+            o = _table(buf, root, 2)
+            now = _F64(buf, root + o[_NOW[0]])[0] if o[_NOW[0]] else 0.0
+            if not o[_EVENTS[0]]:
+                return None
+            vec = _child(buf, root + o[_EVENTS[0]])
+            count = _U32(buf, vec)[0]
+        if not _isfinite(now):
             return None
-        vec = _child(buf, root + o[_EVENTS[0]])
-        count = _U32(buf, vec)[0]
+        size = len(buf)
+        if vec + 4 + 4 * count > size:
+            return None
         entries = _VECTORS.get(count)
         if entries is None:
             entries = _VECTORS[count] = struct.Struct(f"<{count}I").unpack_from
@@ -608,28 +720,17 @@ def decode(buf: bytes) -> Optional[tuple[float, list[Event]]]:
         for offset in entries(buf, at):
             item = at + offset
             at += 4
-            # as this module writes it: the whole block at once
             if item >= _ITEM_TABLE:
-                for head, make in _BY_KIND.get(buf[item + _KIND_AT], ()):
-                    values = head.read(buf, item - _ITEM_TABLE)
-                    if values is not None:
-                        if not _isfinite(values[0]):
-                            return None
-                        kind, data = make(values)
-                        events.append({"timestamp": values[0], "type": kind, "data": data})
+                # as this module writes it: the whole block at once
+                for read in _WHOLE.get(buf[item + _KIND_AT], ()):
+                    event = read(buf, item - _ITEM_TABLE, size)
+                    if event is not None:
                         break
                 else:
-                    values = None
-                if values is not None:
-                    continue
-            # as another writer may lay it out: table by table
-            i = _table(buf, item, 3)
-            read = _READERS.get(_U8(buf, item + i[_KIND])[0] if i[_KIND] else 0)
-            stamp = _F64(buf, item + i[_TS])[0] if i[_TS] else 0.0
-            if read is None or not i[_EVENT] or not _isfinite(stamp):
-                return None
-            kind, data = read(buf, _child(buf, item + i[_EVENT]))
-            events.append({"timestamp": stamp, "type": kind, "data": data})
+                    event = _read_item(buf, item)
+            else:
+                event = _read_item(buf, item)
+            events.append(event)
         return now, events
     except (_GiveUp, struct.error, IndexError, UnicodeDecodeError):
         return None
