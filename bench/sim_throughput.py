@@ -3,8 +3,9 @@
 
 Prints one JSON line per protocol (``--protocol json batprotocol``; default all): simulated
 jobs per wall-clock second, the ratio to JSON's in the same run (target for the binary
-protocol: >= 1), the CPU seconds of the simulator and of the decision process (steadier
-than wall time on a busy machine), the simulator's peak RSS,
+protocol: >= 1; with ``--rounds``, also per round and as JSON's CPU over this protocol's,
+median of the rounds), the CPU seconds of the simulator and of the decision process
+(steadier than wall time on a busy machine), the simulator's peak RSS,
 and, as the baseline measured in the same run, the bare JSON/ZeroMQ round-trip rate
 between two processes of this machine (the floor no simulator over this protocol can
 beat). When a real ``batsim`` is at hand (PATH, or ``--batsim PROGRAM``; ``--batsim ''``
@@ -25,6 +26,7 @@ import os
 import random
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -207,6 +209,12 @@ def run(protocol: str, platform: str, workload: str, folder: str, redis_url: str
                                                         "decision_process": round(cpu_dp, 2)}}
 
 
+def _cpu_total(result: dict[str, object]) -> float:
+    """CPU seconds of both processes of a run."""
+    cpu: dict[str, float] = result["cpu_s"]  # type: ignore[assignment]
+    return cpu["simulator"] + cpu["decision_process"]
+
+
 def _cpu(who: int) -> float:
     """CPU seconds used so far (user + system): less blurred by a busy machine than wall time."""
     usage = resource.getrusage(who)
@@ -272,6 +280,13 @@ def main() -> None:
             "warm_imports": not args.cold_imports, "rounds": args.rounds,
             "wall_s_rounds": [r["wall_s"] for r in rounds[protocol]],
             "cpu_s_rounds": [r["cpu_s"] for r in rounds[protocol]],
+            # paired by round (each round runs every protocol): steadier than the medians'
+            # ratio above on a busy machine
+            "ratio_to_json_rounds": None if "json" not in rounds else [
+                round(float(j["wall_s"]) / float(r["wall_s"]), 3)  # type: ignore[arg-type]
+                for j, r in zip(rounds["json"], rounds[protocol])],
+            "cpu_ratio_to_json": None if "json" not in rounds else round(statistics.median(
+                _cpu_total(j) / _cpu_total(r) for j, r in zip(rounds["json"], rounds[protocol])), 3),
         }))
     if real is not None and json_rate is not None:
         batsim_rate = args.jobs / float(real["wall_s"])  # type: ignore[arg-type]
