@@ -1,8 +1,10 @@
 """batprotocol, Batsim 5's protocol: FlatBuffers messages (schema/batprotocol.fbs).
 
 The message classes come from ``batprotocol_fb.py``, generated from the schema by
-Debian's ``flatc`` (scripts/gen-batprotocol.sh); this module translates between them
-and the events of :mod:`..events`:
+Debian's ``flatc`` (scripts/gen-batprotocol.sh) and imported with the flatbuffers
+runtime through ``batprotocol_runtime.py`` (without numpy); the per-job events take
+the hot path of ``batprotocol_fast.py``. This module translates between them and the
+events of :mod:`..events`:
 
 ============================  =======================================================
 batprotocol                   event (``data``)
