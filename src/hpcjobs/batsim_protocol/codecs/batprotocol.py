@@ -1,9 +1,8 @@
 """batprotocol, Batsim 5's protocol: FlatBuffers messages (schema/batprotocol.fbs).
 
 The message classes come from ``batprotocol_fb.py``, generated from the schema by
-Debian's ``flatc`` (scripts/gen-batprotocol.sh) and imported with the flatbuffers
-runtime through ``batprotocol_runtime.py`` (without numpy); the per-job events take
-the hot path of ``batprotocol_fast.py``. This module translates between them and the
+Debian's ``flatc`` (scripts/gen-batprotocol.sh); the per-job events take the hot path
+of ``batprotocol_fast.py``. This module translates between them and the
 events of :mod:`..events`:
 
 ============================  =======================================================
@@ -48,13 +47,18 @@ import math
 import struct
 from typing import Any, Callable, Optional
 
+import flatbuffers
+from flatbuffers.table import Table
+
 from ..errors import ProtocolError
 from ..events import Event, Message
 from . import batprotocol_fast as fast
+from . import batprotocol_fb
 from . import batprotocol_wire as wire
-from .batprotocol_runtime import fb, flatbuffers
 
 __all__ = ["Codec", "BATPROTOCOL_VERSION"]
+
+fb: Any = batprotocol_fb  # generated, untyped: typed here by use
 
 #: what hpcjobs says it speaks (the schema's example of a released version)
 BATPROTOCOL_VERSION = "0.1.0"
@@ -143,7 +147,7 @@ class Codec:
                     view.Init(raw, pos)
                     decoded = _dec_begins(fb.SimulationBeginsEventT.InitFromObj(view), wire.read_hosts(reader, pos))
                 elif decoded is None:  # a rarer event or variant: the generated code reads it
-                    decoded = decoder(fb.EventCreator(kind, flatbuffers.table.Table(raw, pos)))
+                    decoded = decoder(fb.EventCreator(kind, Table(raw, pos)))
                 kind_name, data = decoded
                 if kind_name == "REGISTER_JOB":
                     data["job"]["subtime"] = stamp  # batprotocol's job has no submission time
@@ -190,8 +194,8 @@ def _req(value: Any, name: str) -> Any:
 
 def _numbers(vector: Any, kind: Callable[[Any], Any]) -> list[Any]:
     """A vector of scalars of the object API as a list of ``kind`` (int or float): the
-    object API answers a list, or a numpy array when the flatbuffers runtime was
-    imported with numpy (see batprotocol_runtime), whose truth value is an error."""
+    object API answers a list, or a numpy array where numpy is installed (the runtime
+    then imports it), whose truth value is an error."""
     return [] if vector is None else [kind(x) for x in vector]
 
 

@@ -47,7 +47,9 @@ from itertools import accumulate
 from typing import Any, Callable, Optional, Union
 
 from ..events import Event
-from .batprotocol_runtime import fb
+from . import batprotocol_fb
+
+fb: Any = batprotocol_fb  # generated, untyped: typed here by use
 
 __all__ = ["encode", "decode"]
 

@@ -29,14 +29,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
+import flatbuffers
+from flatbuffers import number_types as nt
+
 from ..errors import ProtocolError
 from ..events import Message
 from . import batprotocol
 from . import batprotocol_wire as wire
 from . import json as json_codec
-from .batprotocol_runtime import flatbuffers
-
-nt = flatbuffers.number_types
 
 __all__ = ["Codec", "Schema", "load_schema"]
 
