@@ -1,7 +1,10 @@
 """The batch base's own logic, with no scheduler daemon: a small in-memory scheduler
 (``Ledger``, a test double named as such) behind a backend that implements only the
 hooks. What is tested is the base: vanished jobs, back-off after a failing status
-command, the doubling query interval, chunking, accounting probed once.
+command, the doubling query interval, chunking, accounting probed once, and what
+backends share through it (native ids by pattern, transient refusals by their words,
+settings read once, a timed-out submit found by its script, few ids asked by id and
+many by a listing, a status command's word on unknown ids).
 
 Jobs here never run (no script is executed), so only the scheduler's word moves them;
 submits go through a real process (``echo <id>``), as a backend's submit command would.
@@ -10,17 +13,20 @@ submits go through a real process (``echo <id>``), as a backend's submit command
 from __future__ import annotations
 
 import gc
+import logging
+import re
 import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterable, Iterator, Optional, Sequence
 
 import pytest
 
 from hpcjobs import Job, JobExecutor, JobSpec, JobState
-from hpcjobs.errors import CommandError, InvalidJobException
+from hpcjobs.errors import CommandError, InvalidJobException, SubmitException
 from hpcjobs.executors.batch import BatchSchedulerExecutor, JobDir, NativeStatus
+from hpcjobs.executors.batch.native import local_time
 
 WAIT = 30.0  # upper bound for any wait (never a timing assertion)
 
@@ -31,6 +37,7 @@ class Ledger:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.states: dict[str, JobState] = {}
+        # every status command: when, and the ids it named ([]: a listing of live jobs)
         self.queries: list[tuple[float, list[str]]] = []
         self.failing = False
         self.accounting_asked = 0
@@ -46,10 +53,14 @@ class Ledger:
 
 
 class FakeBackend(BatchSchedulerExecutor):
-    """A backend of hooks only, over a Ledger (``ledger`` is set by the fixture)."""
+    """A backend of hooks and declarations only, over a Ledger (``ledger`` is set by the
+    fixture). Its ids are numbers; an array task's ``<array>_<index>``."""
 
     name = "fake"
     template = Path(__file__).with_name("fake.mustache")
+    native_id_pattern = re.compile(r"[0-9]+(_[0-9]+)?")
+    transient_errors = ("Server Busy",)
+    retention_time = 0.5
     ledger: Ledger
 
     def _directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
@@ -58,35 +69,35 @@ class FakeBackend(BatchSchedulerExecutor):
     def _submit_command(self, job_dir: JobDir) -> list[str]:
         return ["echo", self.ledger.new_id()]
 
-    def _parse_submit(self, stdout: str) -> str:
-        return stdout.strip()
-
     def _cancel_command(self, native_id: str) -> list[str]:
         with self.ledger.lock:
             self.ledger.states[native_id] = self.ledger.cancelled_state
         return ["true"]
 
-    def _query_status(self, native_ids: Sequence[str]) -> dict[str, NativeStatus]:
+    def _records(self, native_ids: Sequence[str]) -> dict[str, Any]:
         with self.ledger.lock:
             self.ledger.queries.append((time.monotonic(), list(native_ids)))
             if self.ledger.failing:
                 raise CommandError(["fake-qstat"], 1, "", "server down")
-            return {i: NativeStatus(i, self.ledger.states[i].name, self.ledger.states[i])
-                    for i in native_ids if i in self.ledger.states}
+            if not native_ids:  # a listing: the live jobs only
+                return {i: s for i, s in self.ledger.states.items() if not s.final}
+            # (an array's id names its tasks too)
+            return {i: s for i, s in self.ledger.states.items()
+                    if i in native_ids or i.split("_")[0] in native_ids}
+
+    def _native(self, native_id: str, record: JobState) -> NativeStatus:
+        return NativeStatus(native_id, record.name, record)
+
+    def _array_parts(self, native_id: str) -> Optional[tuple[str, int]]:
+        array, _, index = native_id.partition("_")
+        return (array, int(index)) if index else None
 
     def _query_accounting(self, native_ids: Sequence[str]) -> Optional[dict[str, NativeStatus]]:
         self.ledger.accounting_asked += 1
         return None  # this scheduler keeps no accounting
 
-    def _list_ids(self) -> list[str]:
-        return list(self.ledger.states)
-
-    def _retention_time(self) -> float:
-        return 0.5
-
-    def _check_native_id(self, native_id: str) -> None:
-        if not native_id.isdigit():
-            raise InvalidJobException(f"native_id: {native_id!r}")
+    def _list_command(self) -> list[str]:
+        return ["printf", r"%s\n", *self.ledger.states]
 
 
 @pytest.fixture
@@ -316,3 +327,183 @@ def test_a_spare_directorys_environment_is_the_one_of_the_submit(
         assert (work / lone.id / "batch.out").is_file()
     finally:
         ex.close()
+
+
+# -- what backends share through the base ------------------------------------------------
+def test_native_ids_are_checked_against_the_declared_pattern(executor: FakeBackend,
+                                                             ledger: Ledger) -> None:
+    for bad in ("12x", "x12", "", "12_", "12\n"):
+        with pytest.raises(InvalidJobException, match="is not a fake job id"):
+            executor.attach(Job(), bad)
+    assert executor._parse_submit(" 12_3\n") == "12_3"
+    with pytest.raises(ValueError, match="not a fake job id"):
+        executor._parse_submit("Submitted batch job 12\n")
+
+
+def test_list_runs_the_list_command(executor: FakeBackend, ledger: Ledger) -> None:
+    jobs = submitted(executor, 2)
+    assert executor.list() == [job.native_id for job in jobs]
+
+
+class RefusingBackend(FakeBackend):
+    said = "Server busy, try again"
+
+    def _submit_command(self, job_dir: JobDir) -> list[str]:
+        return ["sh", "-c", 'echo "$0" >&2; exit 1', self.said]
+
+
+@pytest.mark.parametrize("said, transient", [
+    ("fake: SERVER BUSY, try again", True),  # the declared words, in any case
+    ("fake: Unknown queue", False),
+])
+def test_a_refusal_is_transient_when_it_says_a_declared_word(
+        tmp_path: Path, ledger: Ledger, said: str, transient: bool) -> None:
+    RefusingBackend.ledger, RefusingBackend.said = ledger, said
+    with RefusingBackend(config={"work_directory": tmp_path, "burst_window": 0}) as ex:
+        job = Job(JobSpec("/bin/true"))
+        with pytest.raises(SubmitException, match=said) as refused:
+            ex.submit(job)
+        assert refused.value.transient is transient
+        assert job.status.state is JobState.NEW
+
+
+class HangingBackend(FakeBackend):
+    """Its submit command hangs past the timeout, having submitted the job (or not)."""
+
+    shown: list[tuple[str, str]] = []  # what the scheduler shows: (id, submit command line)
+    script = ""
+
+    def _submit_command(self, job_dir: JobDir) -> list[str]:
+        HangingBackend.script = str(job_dir.script)
+        return ["sleep", "10"]
+
+    def _submit_lines(self) -> Iterable[tuple[str, str]]:
+        if not self.shown:
+            raise CommandError(["fake-qstat"], 1, "", "server down")
+        return [(i, line.replace("SCRIPT", self.script)) for i, line in self.shown]
+
+
+@pytest.mark.parametrize("shown, native_id", [
+    ([("7", "-o /elsewhere/job.sh /elsewhere/job.sh"), ("8", "-o x SCRIPT")], "8"),
+    ([("9_3", "-J 0-3 SCRIPT")], "9"),  # a task of an array: the array's id
+])
+def test_a_timed_out_submit_is_found_by_its_script(tmp_path: Path, ledger: Ledger,
+                                                   shown: list[tuple[str, str]],
+                                                   native_id: str) -> None:
+    HangingBackend.ledger, HangingBackend.shown = ledger, shown
+    ex = HangingBackend(config={"work_directory": tmp_path, "burst_window": 0,
+                                "command_timeout": 0.3})
+    try:
+        job = Job(JobSpec("/bin/true"))
+        ex.submit(job)
+        assert job.native_id == native_id and job.status.state is JobState.QUEUED
+    finally:
+        ex.close()
+
+
+def test_a_timed_out_submit_not_found_is_a_transient_failure(
+        tmp_path: Path, ledger: Ledger, caplog: pytest.LogCaptureFixture) -> None:
+    HangingBackend.ledger = ledger
+    for shown in ([("7", "-o x /elsewhere/job.sh")], []):  # not there; cannot ask
+        HangingBackend.shown = shown
+        ex = HangingBackend(config={"work_directory": tmp_path, "burst_window": 0,
+                                    "command_timeout": 0.3})
+        try:
+            with pytest.raises(SubmitException, match="timed out") as failed:
+                ex.submit(Job(JobSpec("/bin/true")))
+            assert failed.value.transient
+        finally:
+            ex.close()
+    assert "cannot look for a job submitted despite the error" in caplog.text
+
+
+def test_a_scheduler_setting_is_read_once(executor: FakeBackend,
+                                          caplog: pytest.LogCaptureFixture) -> None:
+    reads: list[str] = []
+
+    def read() -> int:
+        reads.append("limit")
+        return 42
+
+    def unreadable() -> int:
+        reads.append("broken")
+        raise CommandError(["fake-config"], 1, "", "no such server")
+
+    assert [executor._read_once("the limit", read, 7) for _ in range(3)] == [42] * 3
+    with caplog.at_level(logging.WARNING):
+        assert [executor._read_once("the other", unreadable, 7) for _ in range(3)] == [7] * 3
+    assert reads == ["limit", "broken"]  # a failure is not retried either
+    assert "cannot read the other (assuming 7)" in caplog.text
+
+
+class ListingBackend(FakeBackend):
+    few_ids = 2
+
+
+@pytest.fixture
+def listing(tmp_path: Path, ledger: Ledger) -> Iterator[ListingBackend]:
+    ListingBackend.ledger = ledger
+    ListingBackend.has_history = True
+    ex = ListingBackend(config={"work_directory": tmp_path, "burst_window": 0})
+    try:
+        yield ex
+    finally:
+        ex.close()
+
+
+def test_few_jobs_are_asked_by_id(listing: ListingBackend, ledger: Ledger) -> None:
+    ledger.states.update({"1": JobState.ACTIVE, "2": JobState.COMPLETED})
+    found = listing._query_status(["2", "9"])  # (9: unknown, left out)
+    assert {i: ns.state for i, ns in found.items()} == {"2": JobState.COMPLETED}
+    assert [ids for _, ids in ledger.queries] == [["2", "9"]]
+
+
+def test_many_jobs_are_listed_and_only_those_not_listed_asked_by_id(
+        listing: ListingBackend, ledger: Ledger) -> None:
+    ledger.states.update({"1": JobState.ACTIVE, "2": JobState.COMPLETED, "3": JobState.QUEUED,
+                          "4_0": JobState.FAILED, "4_1": JobState.COMPLETED,
+                          "5": JobState.ACTIVE})  # (5: another of the user's jobs)
+    asked = ["1", "2", "3", "4_0", "4_1", "6"]  # 6: gone, even from the history
+    found = listing._query_status(asked)
+    assert {i: ns.state for i, ns in found.items()} == {
+        "1": JobState.ACTIVE, "2": JobState.COMPLETED, "3": JobState.QUEUED,
+        "4_0": JobState.FAILED, "4_1": JobState.COMPLETED}
+    # one listing, then the history of the others: an array's tasks through the array
+    assert [ids for _, ids in ledger.queries] == [[], ["2", "4", "6"]]
+    ledger.queries.clear()
+    ListingBackend.has_history = False  # a scheduler that forgets a job as it ends
+    found = listing._query_status(asked)
+    assert set(found) == {"1", "3"} and [ids for _, ids in ledger.queries] == [[]]
+
+
+@pytest.mark.parametrize("stderr, code, unknown_exit, good", [
+    ("", 0, (), True),
+    ("qstat: Unknown Job Id 5\nqstat: Unknown Job Id 6", 153, (), True),  # its word only
+    ("qstat: Unknown Job Id 5", 1, (), True),
+    ("", 153, (), False),  # a failure nothing explains
+    ("", 153, (153,), True),  # ... unless the backend says the status means unknown ids
+    ("qstat: Unknown Job Id 5", 1, (153,), False),  # ... and then no other status does
+    ("qstat: cannot connect to server", 0, (), False),  # any other complaint
+    ("qstat: Unknown Job Id 5\nConnection refused", 153, (153,), False),
+])
+def test_a_status_commands_word_on_unknown_ids(executor: FakeBackend, stderr: str, code: int,
+                                               unknown_exit: tuple[int, ...],
+                                               good: bool) -> None:
+    argv = ["sh", "-c", 'echo "{}"; printf "%s" "$0" >&2; exit $1', stderr, str(code)]
+    unknown = re.compile(r"^qstat: Unknown Job Id")
+    if good:
+        assert executor._run_status(argv, unknown, unknown_exit).stdout == "{}\n"
+    else:
+        with pytest.raises(CommandError):
+            executor._run_status(argv, unknown, unknown_exit)
+
+
+def test_a_native_status_carries_its_native_state_and_why_it_waits() -> None:
+    ns = NativeStatus("1", "PD", JobState.QUEUED)
+    ns.waiting("", None)
+    assert ns.metadata == {"native_state": "PD"}  # (no reason, no estimate: none)
+    estimate = local_time("2026-11-23T13:17:42", "%Y-%m-%dT%H:%M:%S")
+    assert estimate is not None and local_time("N/A", "%Y-%m-%dT%H:%M:%S") is None
+    ns.waiting("Priority", estimate)
+    assert ns.status().metadata == {"native_state": "PD", "reason_pending": "Priority",
+                                    "t_estimate": estimate}

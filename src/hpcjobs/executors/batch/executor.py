@@ -28,7 +28,10 @@ How status works (docs/batch.md and docs/slurm.md have the full story):
 * A failing status command backs off and changes no job's state. Unknown native states
   are logged and ignored.
 
-A backend implements the hooks in the "backend hooks" section below.
+A backend declares the class attributes and implements the hooks of the "backend hooks"
+section below (for status, either ``_query_status`` or the per-job ``_records`` and
+``_native``); "for the hooks" has what backends do alike (a status command's word on
+unknown ids, a setting read once).
 """
 
 from __future__ import annotations
@@ -38,16 +41,17 @@ import heapq
 import itertools
 import logging
 import os
+import re
 import threading
 import time
 import weakref
 from abc import abstractmethod
 from pathlib import Path
 from typing import (Any, Callable, ClassVar, Hashable, Iterable, List, Mapping, Optional,
-                    Sequence, Union)
+                    Sequence, TypeVar, Union, cast)
 
 from ... import external
-from ...errors import BulkSubmitException, CommandError, SubmitException
+from ...errors import BulkSubmitException, CommandError, InvalidJobException, SubmitException
 from ...executor import JobExecutor, JobExecutorConfig
 from ...job import Job
 from ...launchers.base import job_argv
@@ -65,6 +69,9 @@ from .script import Expandable, render
 __all__ = ["BatchConfig", "BatchSchedulerExecutor"]
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
 
 @dataclasses.dataclass
 class BatchConfig(JobExecutorConfig):
@@ -159,6 +166,7 @@ class BatchSchedulerExecutor(JobExecutor):
         self._spare: list[JobDir] = []
         weakref.finalize(self, _remove_spares, self._spare)
         self._accounting: Optional[bool] = None  # None: not probed yet
+        self._settings: dict[str, Any] = {}  # what _read_once read, by name
         self._monitor = PeriodicTask(f"hpcjobs-{self.name}-{self._instance}-monitor", self._tick)
         self._monitor_finalizer = weakref.finalize(self, self._monitor.stop, False)
         # (a backend without arrays gains nothing from grouping: its submits stay apart)
@@ -166,6 +174,20 @@ class BatchSchedulerExecutor(JobExecutor):
                         if self.config.burst_window > 0 and self.array_variables else None)
 
     # ===================================================================== backend hooks
+    #: what every native id of this scheduler is (the whole id matches): attach refuses
+    #: other ids, and a submit command must print one
+    native_id_pattern: ClassVar["re.Pattern[str]"]
+    #: texts (of any case) in a failed submit command's output that say the scheduler
+    #: was busy or unreachable: the SubmitException is then transient (worth retrying)
+    transient_errors: ClassVar[tuple[str, ...]] = ()
+    #: seconds the scheduler keeps finished jobs in its status command's output (a
+    #: backend reading it from the scheduler overrides ``_retention_time`` instead)
+    retention_time: ClassVar[float]
+    #: seconds a job's script may still need, once the scheduler says the job ended, to
+    #: write its exit record: the scheduler's delay between SIGTERM and SIGKILL plus
+    #: file-system lag (a backend reading it from the scheduler overrides ``_record_grace``)
+    record_grace: ClassVar[float] = 10.0
+
     @abstractmethod
     def _directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
         """The template context for the scheduler's directives (resources, walltime,
@@ -176,18 +198,39 @@ class BatchSchedulerExecutor(JobExecutor):
     def _submit_command(self, job_dir: JobDir) -> list[str]:
         """The command that submits ``job_dir.script``."""
 
-    @abstractmethod
     def _parse_submit(self, stdout: str) -> str:
-        """The native id in the submit command's output (ValueError if there is none)."""
+        """The native id in the submit command's output (ValueError if there is none):
+        by default the whole output, which must be a native id."""
+        native_id = stdout.strip()
+        if not self.native_id_pattern.fullmatch(native_id):
+            raise ValueError(f"not a {self.name} job id: {native_id!r}")
+        return native_id
 
     @abstractmethod
     def _cancel_command(self, native_id: str) -> list[str]:
         """The command that cancels a job."""
 
-    @abstractmethod
     def _query_status(self, native_ids: Sequence[str]) -> dict[str, NativeStatus]:
-        """ONE status command for these jobs: what it says about those it knows (jobs it
-        does not know are left out). Raises CommandError when the command fails."""
+        """What the scheduler says about these jobs, those it knows (jobs it does not
+        know are left out): ONE status command (two for more than ``few_ids`` jobs).
+        Raises CommandError when a command fails. By default from the per-job records
+        of ``_records`` (below): a backend implements those hooks or this one."""
+        if self.few_ids is None or len(native_ids) <= self.few_ids:
+            records = self._records(native_ids)
+        else:
+            records = dict(self._records(()))  # every live job: one request
+            gone = [i for i in native_ids if self._record_of(i, records) is None]
+            if gone and self.has_history:
+                # the history of those not listed; an array's tasks come with the array
+                arrays = (self._array_parts(i) for i in gone)
+                asked = dict.fromkeys(a[0] if a else i for i, a in zip(gone, arrays))
+                records.update(self._records(list(asked)))
+        found = {}
+        for native_id in native_ids:
+            record = self._record_of(native_id, records)
+            if record is not None:
+                found[native_id] = self._native(native_id, record)
+        return found
 
     def _query_accounting(self, native_ids: Sequence[str]) -> Optional[dict[str, NativeStatus]]:
         """ONE accounting query for jobs gone from the queue; None if the scheduler has
@@ -198,32 +241,62 @@ class BatchSchedulerExecutor(JobExecutor):
         """Hook: add details to final statuses from the status command (e.g. who
         cancelled a job) before they are reported; at most one command for all."""
 
-    @abstractmethod
+    def _list_command(self) -> list[str]:
+        """The command that prints the ids of the current user's jobs known to the
+        scheduler, one a line (or override ``_list_ids``)."""
+        raise NotImplementedError
+
     def _list_ids(self) -> list[str]:
         """The ids of the current user's jobs known to the scheduler."""
+        result = external.run(self._list_command(), timeout=self.config.command_timeout)
+        return [line.strip() for line in result.stdout.splitlines() if line.strip()]
 
-    @abstractmethod
     def _retention_time(self) -> float:
         """Seconds the scheduler keeps finished jobs in its status command's output."""
+        return self.retention_time
 
     def _record_grace(self) -> float:
-        """Seconds a job's script may still need, once the scheduler says the job ended,
-        to write its exit record (the scheduler's delay between SIGTERM and SIGKILL plus
-        file-system lag)."""
-        return 10.0
+        """Seconds a job's script may still need to write its exit record once the
+        scheduler says the job ended (see ``record_grace``)."""
+        return self.record_grace
 
-    def _find_submitted(self, job_dir: JobDir) -> Optional[str]:
-        """The native id of a job running ``job_dir.script`` if the scheduler has one
-        (asked after a submit command timed out), else None."""
-        return None
+    def _submit_lines(self) -> Iterable[tuple[str, str]]:
+        """(native id, the command line that submitted it, as the scheduler shows it)
+        for the live jobs, to find a job whose submit command timed out
+        (``_find_submitted``); none by default: such a submit then failed. Raises
+        CommandError when the scheduler cannot be asked."""
+        return ()
 
-    def _is_transient(self, error: CommandError) -> bool:
-        """True if a failed submit command may work when retried (scheduler busy)."""
-        return False
-
-    @abstractmethod
     def _check_native_id(self, native_id: str) -> None:
         """Raise InvalidJobException if ``native_id`` cannot be an id of this scheduler."""
+        if not isinstance(native_id, str) or not self.native_id_pattern.fullmatch(native_id):
+            raise InvalidJobException(f"native_id: {native_id!r} is not a {self.name} job id")
+
+    # -- status from per-job records: a backend whose status command prints a record per
+    #    job implements these instead of _query_status ------------------------------------
+    #: jobs up to this many are asked about by id; for more, the status command lists
+    #: every live job instead (one request) and is asked by id only about those not
+    #: listed (ended: the history), for a status command that sends the scheduler one
+    #: request per id named. None: always by id.
+    few_ids: ClassVar[Optional[int]] = None
+    #: False: the scheduler forgets a job as it ends, so that there is no history to ask
+    #: about a job no longer listed (its files and accounting tell)
+    has_history: ClassVar[bool] = True
+
+    def _records(self, native_ids: Sequence[str]) -> dict[str, Any]:
+        """ONE status command: the scheduler's record of each of ``native_ids`` it knows
+        (finished ones too, if it keeps a history; an array's id: its tasks' records),
+        by id; no ids: every live job it shows. Raises CommandError when it fails."""
+        raise NotImplementedError
+
+    def _native(self, native_id: str, record: Any) -> NativeStatus:
+        """One of ``_records``' records in PSI/J terms (the backend's state table)."""
+        raise NotImplementedError
+
+    def _record_of(self, native_id: str, records: Mapping[str, Any]) -> Any:
+        """``native_id``'s record among ``records`` (None: it has none); a scheduler that
+        answers with another spelling of an id matches it here."""
+        return records.get(native_id)
 
     # -- job arrays (arrays.py): a backend without them leaves these alone -----------------
     #: the environment variables holding an array task's array id and index
@@ -249,6 +322,39 @@ class BatchSchedulerExecutor(JobExecutor):
     def _max_array_size(self) -> int:
         """The most tasks the scheduler takes in one array."""
         return 1
+
+    # -- for the hooks: what backends do alike ------------------------------------------
+    def _run_status(self, argv: Sequence[str], unknown: "re.Pattern[str]",
+                    unknown_exit: tuple[int, ...] = ()) -> external.CommandResult:
+        """Run a status command that names jobs, and return what it printed. Lines of
+        stderr matching ``unknown`` say only that the scheduler does not know some of
+        the ids (it still answers for the others), and so does a nonzero exit status:
+        one of ``unknown_exit``, the scheduler's status for that, when the backend
+        gives them, else any that comes with such lines only. Any other complaint, or
+        another failure, raises CommandError: no job may be judged on that answer."""
+        result = external.run(argv, timeout=self.config.command_timeout, check=False)
+        complaints = [line for line in result.stderr.splitlines()
+                      if line.strip() and not unknown.search(line)]
+        if unknown_exit:
+            explained = result.returncode in (0, *unknown_exit)
+        else:
+            explained = result.returncode == 0 or bool(result.stderr.strip())
+        if complaints or not explained:
+            raise CommandError(result.argv, result.returncode, result.stdout, result.stderr)
+        return result
+
+    def _read_once(self, what: str, read: Callable[[], _T], default: _T) -> _T:
+        """A scheduler setting (a limit, its configuration): ``read()`` the first time
+        ``what`` is asked for, ``default`` if that fails (CommandError or ValueError,
+        logged). Either is kept: the scheduler is asked once per executor."""
+        if what not in self._settings:
+            try:
+                value = read()
+            except (CommandError, ValueError) as e:
+                log.warning("%s: cannot read %s (assuming %s): %s", self.name, what, default, e)
+                value = default
+            self._settings[what] = value
+        return cast(_T, self._settings[what])
 
     # ===================================================================== the API
     def submit(self, job: Job) -> None:
@@ -555,6 +661,27 @@ class BatchSchedulerExecutor(JobExecutor):
             return self._parse_submit(error.stdout)  # it printed the id before hanging
         except ValueError:
             return self._find_submitted(job_dir)
+
+    def _find_submitted(self, job_dir: JobDir) -> Optional[str]:
+        """The native id of a live job of ``job_dir.script`` (the last word of its
+        submit command line, ``_submit_lines``), else None; an array's task is found
+        as its array, the id the submit command would have printed."""
+        script = str(job_dir.script)
+        try:
+            for native_id, command in self._submit_lines():
+                if command.rstrip().endswith(script):
+                    parts = self._array_parts(native_id)
+                    return parts[0] if parts else native_id
+        except CommandError as e:
+            log.warning("%s: cannot look for a job submitted despite the error: %s",
+                        self.name, e)
+        return None
+
+    def _is_transient(self, error: CommandError) -> bool:
+        """True if a failed submit command may work when retried: its output names one
+        of the backend's ``transient_errors``."""
+        said = f"{error.stderr} {error.stdout}".lower()
+        return any(text.lower() in said for text in self.transient_errors)
 
     def _run_submit(self, job_dir: JobDir, argv: List[str],
                     meanwhile: Optional[Callable[[], None]] = None) -> str:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any, Iterable, Optional
 
 from ...final_status import Cause, ended
 from ...state import JobState, JobStatus
 
-__all__ = ["NativeStatus"]
+__all__ = ["NativeStatus", "local_time"]
 
 
 @dataclasses.dataclass
@@ -19,7 +20,7 @@ class NativeStatus:
     ignored). For a final state, ``cause`` is the scheduler's why when it names one
     (walltime, out of memory, ...) and ``message`` its own words about the ending
     (``Slurm state TIMEOUT``); ``exit_code`` is PSI/J's (negative: killed by that
-    signal).
+    signal). ``metadata`` always has ``native_state``.
     """
 
     native_id: str
@@ -30,6 +31,18 @@ class NativeStatus:
     time: Optional[float] = None
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
     cause: Optional[Cause] = None
+
+    def __post_init__(self) -> None:
+        self.metadata.setdefault("native_state", self.native_state)
+
+    def waiting(self, reason: Optional[str], estimate: Optional[float]) -> None:
+        """A queued job's metadata: why it waits (``reason_pending``, the scheduler's
+        words) and when the scheduler expects it to start (``t_estimate``, a POSIX
+        time), each only when there is one."""
+        if reason:
+            self.metadata["reason_pending"] = reason
+        if estimate is not None:
+            self.metadata["t_estimate"] = estimate
 
     def status(self) -> JobStatus:
         """This as a JobStatus, as the scheduler tells it."""
@@ -45,3 +58,12 @@ class NativeStatus:
         assert self.state is not None and self.state.final
         return ended(exit_code, self.time, cause=self.cause, reason=self.message,
                      notes=notes, state=self.state, metadata=self.metadata)
+
+
+def local_time(text: Any, format: str) -> Optional[float]:
+    """A scheduler's local time ``text``, in the ``time.strptime`` ``format``, as a
+    POSIX time (None if it is not one: ``N/A``, ``Unknown``, nothing)."""
+    try:
+        return time.mktime(time.strptime(str(text), format))
+    except ValueError:
+        return None

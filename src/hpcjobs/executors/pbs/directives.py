@@ -1,9 +1,9 @@
 """What a job spec becomes in ``#PBS`` lines (pbs.mustache), for OpenPBS and for Torque.
 
 Both flavours share the name, walltime, account, output and ``-W`` lines; they differ
-in how resources are asked for (OpenPBS: ``-l select``/``-l place``; Torque:
-``-l nodes=N:ppn=P``, ``-l mem``, ``-n``) and in reservations (an OpenPBS reservation is
-a queue; Torque has none of its own). docs/pbs.md has the tables.
+in how resources are asked for (OpenPBS: ``-l select``/``-l place``, here; Torque:
+``-l nodes=N:ppn=P``, ``-l mem``, ``-n``, in torque.py) and in reservations (an OpenPBS
+reservation is a queue; Torque has none of its own). docs/pbs.md has the tables.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ...errors import InvalidJobException
 from ...spec import JobSpec
 from ..batch.script import custom_attributes, directive_value
 
-__all__ = ["custom", "pbs_resources", "torque_resources"]
+__all__ = ["custom", "pbs_resources", "queue"]
 
 _ATTRIBUTE = re.compile(r"[a-z][a-z0-9_]*\Z")
 # -W attributes that would break how hpcjobs submits and follows the job
@@ -26,8 +26,9 @@ _RESERVED = {name: f"-W {name} would change how hpcjobs runs and follows the job
 _RESERVATION = re.compile(r"[RSM][0-9]+(\.[A-Za-z0-9_.-]+)?\Z")
 
 
-def _queue(queue: Optional[str]) -> dict[str, Any]:
-    return {"queue": directive_value("JobAttributes.queue_name", queue) if queue else None}
+def queue(name: Optional[str]) -> dict[str, Any]:
+    """``-q``: the queue (or reservation) ``name``, if any."""
+    return {"queue": directive_value("JobAttributes.queue_name", name) if name else None}
 
 
 def pbs_resources(spec: JobSpec) -> dict[str, Any]:
@@ -35,17 +36,17 @@ def pbs_resources(spec: JobSpec) -> dict[str, Any]:
     (scattered), else one per process (where PBS likes); ``-q`` (a reservation is a
     queue of its own: R123, S123)."""
     attrs = spec.attributes
-    queue = attrs.queue_name
+    queue_name = attrs.queue_name
     if attrs.reservation_id is not None:
         if not _RESERVATION.match(attrs.reservation_id):
             raise InvalidJobException(
                 f"JobAttributes.reservation_id: {attrs.reservation_id!r} is not a PBS "
                 "reservation id (R<n>, S<n> or M<n>, optionally .<server>)")
-        if queue is not None:
+        if queue_name is not None:
             raise InvalidJobException(
                 "JobAttributes.queue_name and reservation_id: a PBS job in a reservation "
                 "runs in the reservation's queue, so it cannot also name a queue")
-        queue = attrs.reservation_id
+        queue_name = attrs.reservation_id
     res = spec.resources_v1
     nodes = res.requested_node_count
     per_chunk = res.computed_processes_per_node if nodes else 1
@@ -64,25 +65,7 @@ def pbs_resources(spec: JobSpec) -> dict[str, Any]:
     if res.exclusive_node_use:
         place.append("excl")
     return {"select": ":".join(chunk), "place": ":".join(place) or None,
-            **_queue(queue)}
-
-
-def torque_resources(spec: JobSpec) -> dict[str, Any]:
-    """``-l nodes=N:ppn=P[:gpus=G]`` (one node when no count is given, as psij-python's
-    Torque template does), ``-l mem`` (Torque's is the job's total: per node times
-    nodes), ``-n`` (node-exclusive), ``-q``."""
-    if spec.attributes.reservation_id is not None:
-        raise InvalidJobException(
-            "JobAttributes.reservation_id: Torque has no reservations of its own (a "
-            "Moab/Maui reservation can be named with custom_attributes['pbs.x'])")
-    res = spec.resources_v1
-    nodes, ppn = res.computed_node_count, res.computed_processes_per_node
-    spec_nodes = f"{nodes}:ppn={ppn * (res.cpu_cores_per_process or 1)}"
-    if res.gpu_cores_per_process:
-        spec_nodes += f":gpus={ppn * res.gpu_cores_per_process}"
-    memory = f"{math.ceil(res.memory * nodes / 1024)}kb" if res.memory else None
-    return {"nodes": spec_nodes, "memory": memory, "exclusive": res.exclusive_node_use,
-            "direct_output": False, **_queue(spec.attributes.queue_name)}
+            **queue(queue_name)}
 
 
 def custom(spec: JobSpec) -> list[dict[str, str]]:

@@ -16,7 +16,7 @@ import json
 import logging
 import re
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Optional, Sequence, Union
+from typing import Any, ClassVar, Iterable, Mapping, Optional, Sequence, Union
 
 from ... import external
 from ...errors import CommandError, InvalidJobException
@@ -33,14 +33,8 @@ __all__ = ["PBSConfig", "PBSJobExecutor", "pbs_exec_bin"]
 
 log = logging.getLogger(__name__)
 
-_FEW = 20  # ids up to which qstat is asked about each (docs/pbs.md, Status)
-_NATIVE_ID = re.compile(r"[0-9]+(\[[0-9]*\])?(\.[A-Za-z0-9_.-]+)?\Z")
 # a subjob of an array: 123[4].server, of the array 123[].server
 _SUBJOB = re.compile(r"([0-9]+)\[([0-9]+)\](\.[A-Za-z0-9_.-]+)?\Z")
-# (lower case) a server unreachable or busy; the last two are sbatch's, through Slurm's
-# Torque-style qsub
-_TRANSIENT = ("connection refused", "cannot connect to", "server busy", "communication failure",
-              "end of file", "timed out", "try again", "unable to contact slurm controller")
 # qstat's per-id errors for ids it has no record of (any other stderr is a failure)
 _UNKNOWN = re.compile(r"^qstat: (Unknown Job Id|.* Job has finished)")
 
@@ -75,8 +69,23 @@ class PBSJobExecutor(BatchSchedulerExecutor):
     exports_environment = False
     # what PBS sets in the job (PBS_NODEFILE, PBS_JOBID, ..., its per-job TMPDIR)
     scheduler_variables: ClassVar[tuple[str, ...]] = ("PBS_", "TMPDIR", "ENVIRONMENT")
-    #: OpenPBS keeps finished jobs (qstat -x); the attribute holding qsub's arguments
-    has_history: ClassVar[bool] = True
+    # 123.server, a subjob 123[4].server, an array 123[].server; the server part optional
+    native_id_pattern = re.compile(r"[0-9]+(\[[0-9]*\])?(\.[A-Za-z0-9_.-]+)?")
+    # a server unreachable or busy; the last two are sbatch's, through Slurm's
+    # Torque-style qsub
+    transient_errors = ("connection refused", "cannot connect to", "server busy",
+                        "communication failure", "end of file", "timed out", "try again",
+                        "unable to contact slurm controller")
+    # qstat sends one request per id named (~50 ms each here): for more than 20, one
+    # request for every live job, then the history only of ours not among them
+    few_ids = 20
+    # with job history, a job qstat -x no longer knows was purged long after it ended;
+    # without, PBS forgets it at once: either way only the job's own files can still
+    # tell, and they get a file-system grace period, no more
+    retention_time = 30.0
+    # PBS's kill_delay (default 10 s) between the SIGTERM and SIGKILL of a deleted job
+    record_grace = 15.0
+    #: the attribute of a job's record holding qsub's arguments
     submit_arguments: ClassVar[str] = "Submit_arguments"
 
     def __new__(cls, url: Optional[str] = None,
@@ -98,7 +107,6 @@ class PBSJobExecutor(BatchSchedulerExecutor):
         self._bin = Path(given) if given else (pbs_exec_bin() if self.flavour == "openpbs"
                                                else None)
         self._user = getpass.getuser()
-        self._array_limit_read: Optional[int] = None
 
     def _command(self, name: str, *args: str) -> list[str]:
         return [str(self._bin / name) if self._bin else name, *args]
@@ -132,26 +140,6 @@ class PBSJobExecutor(BatchSchedulerExecutor):
     def _submit_command(self, job_dir: JobDir) -> list[str]:
         return self._command("qsub", str(job_dir.script))
 
-    def _parse_submit(self, stdout: str) -> str:
-        native_id = stdout.strip()
-        if not _NATIVE_ID.match(native_id):
-            raise ValueError(f"not a PBS job id: {native_id!r}")
-        return native_id
-
-    def _find_submitted(self, job_dir: JobDir) -> Optional[str]:
-        try:
-            for native_id, job in self._qstat((), history=False).items():
-                if str(job_dir.script) in str(job.get(self.submit_arguments, "")):
-                    parts = self._array_parts(native_id)  # (an array: its own id)
-                    return parts[0] if parts else native_id
-        except CommandError as e:
-            log.warning("cannot look for a job submitted despite the error: %s", e)
-        return None
-
-    def _is_transient(self, error: CommandError) -> bool:
-        said = f"{error.stderr} {error.stdout}".lower()
-        return any(text in said for text in _TRANSIENT)
-
     # -- job arrays (batch/arrays.py) ---------------------------------------------------
     # "Job Arrays" in the OpenPBS User's Guide: qsub -J 0-N; subjob i of 123[].server
     # is 123[i].server; ^array_index^ in -o is the subjob's index; qstat -t lists subjobs
@@ -172,74 +160,49 @@ class PBSJobExecutor(BatchSchedulerExecutor):
 
     def _max_array_size(self) -> int:
         """The server's max_array_size (PBS's default, 10000, if it cannot be read)."""
-        if self._array_limit_read is None:
-            self._array_limit_read = 10000
-            try:
-                out = external.run(self._command("qstat", "-B", "-f", "-F", "json"),
-                                   timeout=self.config.command_timeout).stdout
-                for server in json.loads(out, strict=False).get("Server", {}).values():
-                    self._array_limit_read = int(server.get("max_array_size", 10000))
-            except (CommandError, ValueError) as e:
-                log.warning("cannot read PBS's max_array_size (assuming 10000): %s", e)
-        return self._array_limit_read
+        return self._read_once("PBS's max_array_size", self._server_array_limit, 10000)
+
+    def _server_array_limit(self) -> int:
+        out = external.run(self._command("qstat", "-B", "-f", "-F", "json"),
+                           timeout=self.config.command_timeout).stdout
+        limit = 10000
+        for server in json.loads(out, strict=False).get("Server", {}).values():
+            limit = int(server.get("max_array_size", 10000))
+        return limit
 
     def _cancel_command(self, native_id: str) -> list[str]:
         return self._command("qdel", native_id)
 
-    def _check_native_id(self, native_id: str) -> None:
-        if not isinstance(native_id, str) or not _NATIVE_ID.match(native_id):
-            raise InvalidJobException(f"native_id: {native_id!r} is not a PBS job id")
-
     # -- status -------------------------------------------------------------------------
-    def _qstat(self, native_ids: Sequence[str], history: bool = True) -> dict[str, Any]:
-        """``qstat -f -F json -t [-x] <ids>``: the records of the ids PBS knows (no ids and
-        no history: every live job), an array's subjobs included (-t)."""
-        if not native_ids and history:
-            return {}
-        argv = self._command("qstat", "-f", "-F", "json", "-t", *(["-x"] if history else []),
+    def _records(self, native_ids: Sequence[str]) -> dict[str, Any]:
+        """``qstat -f -F json -t -x <ids>`` (no ids: every live job, without -x), an
+        array's subjobs included (-t)."""
+        argv = self._command("qstat", "-f", "-F", "json", "-t", *(["-x"] if native_ids else []),
                              *native_ids)
-        result = external.run(argv, timeout=self.config.command_timeout, check=False)
         # unknown ids are errors on stderr while the known ones are printed: any other
         # complaint (server down, ...) makes the whole answer untrustworthy
-        errors = [line for line in result.stderr.splitlines()
-                  if line.strip() and not _UNKNOWN.match(line)]
+        result = self._run_status(argv, _UNKNOWN)
         try:
             # strict=False: raw control characters in variable values (INDEX.md, 13)
             jobs: dict[str, Any] = json.loads(result.stdout, strict=False).get("Jobs", {})
-        except ValueError:
-            errors = errors or ["unparsable output"]
-            jobs = {}
-        if errors or (result.returncode != 0 and not result.stderr.strip()):
-            raise CommandError(result.argv, result.returncode, result.stdout, result.stderr)
+        except ValueError as e:  # (unparsable output)
+            raise CommandError(result.argv, result.returncode, result.stdout,
+                               result.stderr) from e
         return jobs
 
+    def _submit_lines(self) -> Iterable[tuple[str, str]]:
+        return ((native_id, str(job.get(self.submit_arguments, "")))
+                for native_id, job in self._records(()).items())
+
     def _native(self, native_id: str, record: dict[str, Any]) -> NativeStatus:
-        """One of ``_qstat``'s records in PSI/J terms (the flavour's state table)."""
+        """One of ``_records``' records in PSI/J terms (the flavour's state table)."""
         return native(native_id, record)
 
-    def _query_status(self, native_ids: Sequence[str]) -> dict[str, NativeStatus]:
-        if len(native_ids) <= _FEW:
-            jobs = self._qstat(native_ids)
-        else:
-            # qstat sends one request per id named (~50 ms each here): for many, one
-            # request for every live job, then the history only for ours not among them
-            jobs = self._qstat((), history=False)
-            short = {k.split(".", 1)[0] for k in jobs}
-            gone = [i for i in native_ids if i not in jobs and i not in short]
-            # subjobs of one array: one request for the array (-t lists them all)
-            arrays = (self._array_parts(i) for i in gone)
-            asked = dict.fromkeys(a[0] if a else i for i, a in zip(gone, arrays))
-            if asked and self.has_history:
-                jobs.update(self._qstat(list(asked)))
-        found = {}
-        for native_id in native_ids:
-            # an id attached without its server part: PBS answers with the full one
-            job = jobs.get(native_id) or next(
-                (j for k, j in jobs.items() if "." not in native_id
-                 and k.split(".", 1)[0] == native_id), None)
-            if job is not None:
-                found[native_id] = self._native(native_id, job)
-        return found
+    def _record_of(self, native_id: str, records: Mapping[str, Any]) -> Any:
+        # an id attached without its server part: PBS answers with the full one
+        return records.get(native_id) or next(
+            (r for k, r in records.items() if "." not in native_id
+             and k.split(".", 1)[0] == native_id), None)
 
     def _describe_final(self, statuses: Sequence[NativeStatus]) -> None:
         # a job PBS says can never run is deleted, so that it does not wait forever
@@ -250,18 +213,5 @@ class PBSJobExecutor(BatchSchedulerExecutor):
             except CommandError as e:
                 log.warning("cannot delete the jobs PBS says can never run: %s", e)
 
-    def _list_ids(self) -> list[str]:
-        result = external.run(self._command("qselect", "-u", self._user),
-                              timeout=self.config.command_timeout)
-        return [line.strip() for line in result.stdout.splitlines() if line.strip()]
-
-    def _retention_time(self) -> float:
-        # with job history, a job qstat -x no longer knows was purged long after it
-        # ended; without, PBS forgets it at once: either way only the job's own files can
-        # still tell, and they get a file-system grace period, no more
-        return 30.0
-
-    def _record_grace(self) -> float:
-        # PBS's kill_delay (default 10 s) between the SIGTERM and SIGKILL of a deleted job
-        return 15.0
-
+    def _list_command(self) -> list[str]:
+        return self._command("qselect", "-u", self._user)

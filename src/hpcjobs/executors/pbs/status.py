@@ -9,12 +9,12 @@ The Torque flavour (torque.py) shares :func:`exit_code` and :func:`timestamp`.
 from __future__ import annotations
 
 import re
-import time
 from typing import Any, Optional
 
 from ...final_status import Cause, shell_exit_code
 from ...state import JobState
 from ..batch import NativeStatus
+from ..batch.native import local_time
 
 __all__ = ["PBS_STATES", "exit_code", "native", "timestamp"]
 
@@ -51,8 +51,7 @@ def native(native_id: str, job: dict[str, Any]) -> NativeStatus:
     """A ``qstat -f -F json`` record in PSI/J terms."""
     letter = str(job.get("job_state", ""))
     comment = str(job.get("comment", ""))
-    ns = NativeStatus(native_id, letter, PBS_STATES.get(letter),
-                      metadata={"native_state": letter})
+    ns = NativeStatus(native_id, letter, PBS_STATES.get(letter))
     if "exec_host" in job:
         ns.metadata["nodes"] = str(job["exec_host"])
     if letter in ("F", "X"):
@@ -64,11 +63,7 @@ def native(native_id: str, job: dict[str, Any]) -> NativeStatus:
             ns.state = JobState.FAILED
             ns.message = f"PBS says it can never run, so hpcjobs deleted it ({comment})"
             return ns
-        if comment:
-            ns.metadata["reason_pending"] = comment
-        estimate = timestamp(job.get("estimated", {}).get("start_time"))
-        if estimate is not None:
-            ns.metadata["t_estimate"] = estimate
+        ns.waiting(comment, timestamp(job.get("estimated", {}).get("start_time")))
     return ns
 
 
@@ -107,7 +102,4 @@ def exit_code(status: int) -> int:
 
 def timestamp(text: Any) -> Optional[float]:
     """PBS's local ``Mon Nov 23 13:17:42 2026`` as a POSIX time (None if not one)."""
-    try:
-        return time.mktime(time.strptime(str(text), "%a %b %d %H:%M:%S %Y"))
-    except ValueError:
-        return None
+    return local_time(text, "%a %b %d %H:%M:%S %Y")

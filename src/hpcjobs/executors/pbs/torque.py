@@ -12,20 +12,21 @@ Torque Administrator Guide (qsub, qstat, "Job Exit Status").
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, ClassVar, Optional, Sequence
 
-from ... import external
-from ...errors import CommandError, InvalidJobException
+from ...errors import InvalidJobException
 from ...final_status import Cause
 from ...spec import JobSpec
 from ...state import JobState
 from ..batch import JobDir, NativeStatus
-from .directives import torque_resources
+from .directives import queue
 from .executor import PBSJobExecutor
 from .status import exit_code, timestamp
 
-__all__ = ["TORQUE_STATES", "TorqueJobExecutor", "parse_qstat_f", "torque_native"]
+__all__ = ["TORQUE_STATES", "TorqueJobExecutor", "parse_qstat_f", "torque_native",
+           "torque_resources"]
 
 _Q, _A = JobState.QUEUED, JobState.ACTIVE
 
@@ -60,6 +61,9 @@ class TorqueJobExecutor(PBSJobExecutor):
     scheduler_variables = ("PBS_", "TMPDIR", "ENVIRONMENT", "SLURM_")
     has_history = False
     links_at_submit = True  # (the wrappers show no exit status: the files are all)
+    # Torque's kill_delay (default 2 s) between SIGTERM and SIGKILL; the wrappers' qdel
+    # sends SIGKILL at once (no record will come)
+    record_grace = 5.0
     submit_arguments = "submit_args"
     # Torque's arrays (qsub -t, ids 123[4], PBS_ARRAYID) are not OpenPBS's and the
     # wrappers make Slurm arrays of them: every job is submitted alone
@@ -85,31 +89,40 @@ class TorqueJobExecutor(PBSJobExecutor):
         return self._command("qsub", "-o", str(job_dir.batch_output), "-j", "oe",
                              "-v", f"HPCJOBS_JOB_DIR={job_dir.path}", str(job_dir.script))
 
-    def _qstat(self, native_ids: Sequence[str], history: bool = True) -> dict[str, Any]:
+    def _records(self, native_ids: Sequence[str]) -> dict[str, Any]:
         """``qstat -f <ids>`` (no ids: every job the server shows), parsed; Torque exits
         153 (PBSE_UNKJOBID) when an id is unknown, saying so on stderr (the wrappers
         say nothing)."""
-        result = external.run(self._command("qstat", "-f", *native_ids),
-                              timeout=self.config.command_timeout, check=False)
-        errors = [line for line in result.stderr.splitlines()
-                  if line.strip() and not _UNKNOWN.search(line)]
-        if errors or result.returncode not in (0, 153):
-            raise CommandError(result.argv, result.returncode, result.stdout, result.stderr)
+        result = self._run_status(self._command("qstat", "-f", *native_ids), _UNKNOWN,
+                                  unknown_exit=(153,))
         return parse_qstat_f(result.stdout)
 
     def _native(self, native_id: str, record: dict[str, Any]) -> NativeStatus:
         return torque_native(native_id, record)
 
-    def _record_grace(self) -> float:
-        # Torque's kill_delay (default 2 s) between SIGTERM and SIGKILL; the wrappers'
-        # qdel sends SIGKILL at once (no record will come)
-        return 5.0
-
     def _list_ids(self) -> list[str]:
         # (the wrappers have no qselect)
-        return [native_id for native_id, job in self._qstat(()).items()
+        return [native_id for native_id, job in self._records(()).items()
                 if str(job.get("Job_Owner", "")).split("@")[0] == self._user
                 and job.get("job_state") != "C"]
+
+
+def torque_resources(spec: JobSpec) -> dict[str, Any]:
+    """``-l nodes=N:ppn=P[:gpus=G]`` (one node when no count is given, as psij-python's
+    Torque template does), ``-l mem`` (Torque's is the job's total: per node times
+    nodes), ``-n`` (node-exclusive), ``-q``."""
+    if spec.attributes.reservation_id is not None:
+        raise InvalidJobException(
+            "JobAttributes.reservation_id: Torque has no reservations of its own (a "
+            "Moab/Maui reservation can be named with custom_attributes['pbs.x'])")
+    res = spec.resources_v1
+    nodes, ppn = res.computed_node_count, res.computed_processes_per_node
+    spec_nodes = f"{nodes}:ppn={ppn * (res.cpu_cores_per_process or 1)}"
+    if res.gpu_cores_per_process:
+        spec_nodes += f":gpus={ppn * res.gpu_cores_per_process}"
+    memory = f"{math.ceil(res.memory * nodes / 1024)}kb" if res.memory else None
+    return {"nodes": spec_nodes, "memory": memory, "exclusive": res.exclusive_node_use,
+            "direct_output": False, **queue(spec.attributes.queue_name)}
 
 
 def parse_qstat_f(text: str) -> dict[str, dict[str, str]]:
@@ -148,8 +161,7 @@ def torque_native(native_id: str, job: dict[str, str]) -> NativeStatus:
     wrappers never show one) is FAILED saying so: its exit-code file, which the batch
     base reads first, decides when there is one."""
     letter = job.get("job_state", "")
-    ns = NativeStatus(native_id, letter, TORQUE_STATES.get(letter),
-                      metadata={"native_state": letter})
+    ns = NativeStatus(native_id, letter, TORQUE_STATES.get(letter))
     if "exec_host" in job:
         ns.metadata["nodes"] = job["exec_host"]
     if letter != "C":

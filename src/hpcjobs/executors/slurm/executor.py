@@ -10,13 +10,11 @@ the behaviour; Slurm's own references are https://slurm.schedmd.com/squeue.html
 from __future__ import annotations
 
 import getpass
-import logging
 import math
 import pwd
 import re
-import time
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterable, Iterator, Optional, Sequence
 
 from ... import external
 from ...errors import CommandError, InvalidJobException
@@ -25,11 +23,10 @@ from ...spec import JobSpec
 from ...state import JobState
 from ..batch import BatchSchedulerExecutor, JobDir, NativeStatus
 from ..batch.arrays import ArrayDir
+from ..batch.native import local_time
 from ..batch.script import custom_attributes, directive_value, safe_job_name, walltime
 
 __all__ = ["SlurmJobExecutor", "SLURM_STATES"]
-
-log = logging.getLogger(__name__)
 
 _Q, _A = JobState.QUEUED, JobState.ACTIVE
 _C, _F, _X = JobState.COMPLETED, JobState.FAILED, JobState.CANCELED
@@ -70,8 +67,6 @@ SLURM_STATES: dict[str, tuple[JobState, Optional[Cause], Optional[str]]] = {
 _SQUEUE_FIELDS = ("JobArrayID", "State", "Reason", "exit_code", "StartTime", "NodeList")
 _SQUEUE_FORMAT = ",".join(f"{f}:|" for f in _SQUEUE_FIELDS)
 _SACCT_FIELDS = ("JobID", "State", "ExitCode", "Reason", "End", "NodeList")
-# job ids: 123, array tasks 123_4, heterogeneous components 123+1
-_NATIVE_ID = re.compile(r"[0-9]+(_[0-9]+)?(\+[0-9]+)?\Z")
 _TASK_ID = re.compile(r"([0-9]+)_([0-9]+)\Z")
 # squeue/sacct show an array's pending tasks as one record: 123_[5-99], 123_[1,4-7%2]
 _PENDING_TASKS = re.compile(r"([0-9]+)_\[([0-9,-]+)(?:%[0-9]+)?\]\Z")
@@ -82,10 +77,9 @@ _RESERVED = {option: f"hpcjobs sets --{option} itself" for option in (
     "output", "error", "input", "parsable", "wrap", "array", "wait", "chdir", "export-file",
     "test-only", "help", "usage", "version")}
 _REASON_NONE = {"None", "", "(null)"}
-_TRANSIENT = ("Socket timed out", "Unable to contact slurm controller",
-              "Slurm temporarily unable to accept job", "Resource temporarily unavailable",
-              "Zero Bytes were transmitted or received")
 _MAY_NOT_HAVE_RUN = {"CANCELLED", "DEADLINE", "BOOT_FAIL", "REVOKED"}
+# Slurm's defaults for what _slurm_config reads
+_CONFIG_DEFAULTS = {"MinJobAge": 300.0, "KillWait": 30.0, "MaxArraySize": 1001.0}
 
 
 class SlurmJobExecutor(BatchSchedulerExecutor):
@@ -93,10 +87,13 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
 
     name = "slurm"
     template = Path(__file__).with_name("slurm.mustache")
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._slurm_conf: Optional[dict[str, float]] = None
+    # job ids: 123, array tasks 123_4, heterogeneous components 123+1
+    native_id_pattern = re.compile(r"[0-9]+(_[0-9]+)?(\+[0-9]+)?")
+    # the controller is busy or unreachable (slurm_strerror texts)
+    transient_errors = ("Socket timed out", "Unable to contact slurm controller",
+                        "Slurm temporarily unable to accept job",
+                        "Resource temporarily unavailable",
+                        "Zero Bytes were transmitted or received")
 
     # -- the script ---------------------------------------------------------------------
     def _validate(self, spec: JobSpec) -> None:
@@ -178,36 +175,19 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
 
     def _parse_submit(self, stdout: str) -> str:
         # --parsable prints "<id>" or "<id>;<cluster>"
-        native_id = stdout.strip().split(";")[0]
-        if not _NATIVE_ID.match(native_id):
-            raise ValueError(f"not a Slurm job id: {native_id!r}")
-        return native_id
+        return super()._parse_submit(stdout.strip().split(";")[0])
 
-    def _find_submitted(self, job_dir: JobDir) -> Optional[str]:
-        try:
-            out = external.run(["squeue", "--noheader", "--states=all",
-                                f"--user={getpass.getuser()}", "--Format=JobArrayID:|,Command:"],
-                               timeout=self.config.command_timeout).stdout
-        except CommandError as e:
-            log.warning("cannot look for a job submitted despite the error: %s", e)
-            return None
+    def _submit_lines(self) -> Iterable[tuple[str, str]]:
+        out = external.run(["squeue", "--noheader", "--states=all",
+                            f"--user={getpass.getuser()}", "--Format=JobArrayID:|,Command:"],
+                           timeout=self.config.command_timeout).stdout
         for line in out.splitlines():
             native_id, _, command = line.partition("|")
-            if command.strip() == str(job_dir.script):
-                # an array's records read 123_[0-9] or 123_4: it was submitted as 123
-                return native_id.strip().split("_")[0]
-        return None
-
-    def _is_transient(self, error: CommandError) -> bool:
-        # the controller is busy or unreachable (slurm_strerror texts)
-        return any(text in error.stderr for text in _TRANSIENT)
+            # an array's records read 123_[0-9] or 123_4: it was submitted as 123
+            yield native_id.strip().split("_")[0], command.strip()
 
     def _cancel_command(self, native_id: str) -> list[str]:
         return ["scancel", native_id]
-
-    def _check_native_id(self, native_id: str) -> None:
-        if not isinstance(native_id, str) or not _NATIVE_ID.match(native_id):
-            raise InvalidJobException(f"native_id: {native_id!r} is not a Slurm job id")
 
     # -- status -------------------------------------------------------------------------
     def _query_status(self, native_ids: Sequence[str]) -> dict[str, NativeStatus]:
@@ -232,11 +212,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
         exit_code = decode_wait_status(int(raw_exit)) if raw_exit.isdigit() else None
         ns = _native(native_id, state, reason, exit_code)
         if ns.state is JobState.QUEUED:
-            if reason not in _REASON_NONE:
-                ns.metadata["reason_pending"] = reason
-            estimate = _timestamp(start)
-            if estimate is not None:
-                ns.metadata["t_estimate"] = estimate
+            ns.waiting(None if reason in _REASON_NONE else reason, _timestamp(start))
         elif nodes and nodes not in _REASON_NONE:
             ns.metadata["nodes"] = nodes
         return ns
@@ -271,10 +247,8 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
             if record is not None and record.message and record.message.startswith("by "):
                 ns.message = record.message
 
-    def _list_ids(self) -> list[str]:
-        result = external.run(["squeue", "--noheader", f"--user={getpass.getuser()}",
-                               "--Format=JobArrayID"], timeout=self.config.command_timeout)
-        return [line.strip() for line in result.stdout.splitlines() if line.strip()]
+    def _list_command(self) -> list[str]:
+        return ["squeue", "--noheader", f"--user={getpass.getuser()}", "--Format=JobArrayID"]
 
     def _retention_time(self) -> float:
         """Slurm's MinJobAge: how long squeue shows finished jobs."""
@@ -288,20 +262,17 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
     def _slurm_config(self) -> dict[str, float]:
         """MinJobAge, KillWait and MaxArraySize from ``scontrol show config``, read once
         (Slurm's defaults, 300 s, 30 s and 1001, if it cannot be read)."""
-        if self._slurm_conf is None:
-            config = {"MinJobAge": 300.0, "KillWait": 30.0, "MaxArraySize": 1001.0}
-            try:
-                out = external.run(["scontrol", "show", "config"],
-                                   timeout=self.config.command_timeout).stdout
-            except CommandError as e:
-                log.warning("cannot read Slurm's configuration (assuming %s): %s", config, e)
-                out = ""
-            for key in config:
-                m = re.search(rf"^{key}\s*=\s*(\d+)", out, re.MULTILINE)
-                if m:
-                    config[key] = float(m.group(1))
-            self._slurm_conf = config
-        return self._slurm_conf
+        return self._read_once("Slurm's configuration", self._read_config, _CONFIG_DEFAULTS)
+
+    def _read_config(self) -> dict[str, float]:
+        out = external.run(["scontrol", "show", "config"],
+                           timeout=self.config.command_timeout).stdout
+        config = dict(_CONFIG_DEFAULTS)
+        for key in config:
+            m = re.search(rf"^{key}\s*=\s*(\d+)", out, re.MULTILINE)
+            if m:
+                config[key] = float(m.group(1))
+        return config
 
 def _rows(listing: str, width: int) -> Iterator[list[str]]:
     """The ``|``-separated rows of a squeue/sacct listing that have all ``width`` fields
@@ -331,8 +302,7 @@ def _native(native_id: str, state: str, reason: str, exit_code: Optional[int]) -
     words = state.split()  # sacct says "CANCELLED by 1000"
     native_state = words[0].rstrip("+") if words else ""
     psij_state, cause, why = SLURM_STATES.get(native_state, (None, None, None))
-    ns = NativeStatus(native_id, native_state, psij_state, metadata={"native_state": native_state},
-                      cause=cause)
+    ns = NativeStatus(native_id, native_state, psij_state, cause=cause)
     if psij_state is None or not psij_state.final:
         return ns
     if psij_state is JobState.COMPLETED:
@@ -369,9 +339,6 @@ def _sacct_exit(text: str) -> Optional[int]:
 
 def _timestamp(text: str) -> Optional[float]:
     """Slurm's local "YYYY-MM-DDTHH:MM:SS" as a POSIX time (None for N/A, Unknown, ...)."""
-    try:
-        return time.mktime(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))
-    except ValueError:
-        return None
+    return local_time(text, "%Y-%m-%dT%H:%M:%S")
 
 
