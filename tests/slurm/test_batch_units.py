@@ -64,6 +64,18 @@ def test_exit_records(tmp_path: Path, text: str, state: JobState, code: int,
     assert job_dir.path.stat().st_mode & 0o777 == 0o700
 
 
+@pytest.mark.parametrize("partial", ["", "1", "137", "143 TE"])
+def test_a_record_being_written_is_not_there_yet(tmp_path: Path, partial: str) -> None:
+    # (the script writes its line in one write, no rename: a reader between the
+    # file's creation and the write's end must not take "1" of "137 TERM" for an exit)
+    job_dir = JobDir.create(tmp_path, "job")
+    (job_dir.path / "exitcode").write_text(partial)
+    assert job_dir.exit_record() is None
+    (job_dir.path / "exitcode").write_text("137 TERM\n")
+    record = job_dir.exit_record()
+    assert record is not None and (record.status, record.caught) == (137, "TERM")
+
+
 def test_wait_statuses_and_sacct_exit_codes() -> None:
     assert [decode_wait_status(w) for w in (0, 768, 9, 15, 125)] == [0, 3, -9, -15, -125]
     assert [_sacct_exit(t) for t in ("0:0", "3:0", "0:9", "", "x")] == [0, 3, -9, None, None]

@@ -18,13 +18,16 @@
 _hj_dir=/home/user/.hpcjobs/work/batch/job-1
 _hj_caught=-
 _hj_pid=
-_hj_umask=$(umask)
+_hj_umask=
+while read -r _hj_key _hj_value; do
+    case $_hj_key in Umask:) _hj_umask=$_hj_value; break ;; esac
+done 2>/dev/null </proc/$$/status
+[ -n "$_hj_umask" ] || _hj_umask=$(umask)
 umask 077
 _hj_changed() { :; }
 _hj_record() {
     umask 077
-    printf '%s %s\n' "$1" "$_hj_caught" >"$_hj_dir/exitcode.tmp" &&
-        mv -f "$_hj_dir/exitcode.tmp" "$_hj_dir/exitcode" && _hj_changed
+    printf '%s %s\n' "$1" "$_hj_caught" >"$_hj_dir/exitcode" && _hj_changed
 }
 trap '_hj_caught=TERM; _hj_woken=1; [ -z "$_hj_pid" ] || kill -s TERM "$_hj_pid" 2>/dev/null' TERM
 trap '_hj_record "$?"' EXIT

@@ -24,8 +24,9 @@ empty files and, where the backend captures it, the environment, private like th
 executor's monitor thread soon after the submit), so an executor in another process can
 attach to the job by native id and still read its files. (A job sent in a scheduler
 array gets its directory from its task, when it starts: see arrays.py.)
-The script writes ``exitcode`` through a temporary file and a rename, so a reader never
-sees half a record.
+The script writes ``exitcode`` as one line in one write; a reader takes it only once the
+line ends (a file read while it is written is a record not there yet), so it never
+takes half a record for a whole one.
 """
 
 from __future__ import annotations
@@ -214,11 +215,14 @@ class JobDir:
             return None
 
     def exit_record(self) -> Optional[ExitRecord]:
-        """The script's exit record, or None if there is none (or it is unreadable)."""
+        """The script's exit record, or None if there is none yet (or it is unreadable)."""
         path = self.path / EXIT
         try:
             mtime = path.stat().st_mtime
-            fields = path.read_text(encoding="ascii", errors="replace").split()
+            text = path.read_text(encoding="ascii", errors="replace")
+            if not text.endswith("\n"):  # (being written: "1" of "137 TERM")
+                return None
+            fields = text.split()
             status = int(fields[0])
         except (OSError, ValueError, IndexError):
             return None
