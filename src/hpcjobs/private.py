@@ -49,16 +49,17 @@ def create(path: Path, data: bytes, mode: int = FILE_MODE, exclusive: bool = Fal
         os.close(fd)
 
 
-def fill(path: Path, data: bytes) -> None:
-    """Write ``data`` into ``path``, an existing file of ours made empty beforehand (a
-    spare job directory's script), keeping its mode.
+def fill(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
+    """Write ``data`` into ``path``, a file of ours made empty beforehand (a spare job
+    directory's script), keeping its mode (``mode`` if it has gone meanwhile and is
+    made again).
 
     Why not :func:`create`: ext4 flushes a file that was truncated to zero when it is
     closed (its ``auto_da_alloc`` heuristic for replace-via-truncate, ext4(5)), and
     ``O_TRUNC`` sets that off even on an empty file: the close then costs tens of
     microseconds, more on a busy disk, on the submit path. A file found not empty is
     truncated as usual."""
-    fd = os.open(path, os.O_WRONLY)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, mode)
     try:
         if os.fstat(fd).st_size:
             os.ftruncate(fd, 0)

@@ -30,6 +30,8 @@ def test_fill_leaves_exactly_the_new_text_and_keeps_the_mode(tmp_path: Path, bef
     assert path.stat().st_mode & 0o777 == 0o700
 
 
-def test_fill_needs_the_file_to_exist(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError):
-        fill(tmp_path / "missing", b"text")
+def test_fill_makes_the_file_again_if_it_has_gone(tmp_path: Path) -> None:
+    # (a spare's script removed by someone else: the submit still writes a whole script)
+    fill(tmp_path / "job.sh", b"#!/bin/sh\n", mode=0o700)
+    assert (tmp_path / "job.sh").read_bytes() == b"#!/bin/sh\n"
+    assert (tmp_path / "job.sh").stat().st_mode & 0o777 == 0o700

@@ -160,7 +160,7 @@ class JobDir:
         the empty one of a spare directory)."""
         data = text.encode("utf-8", "surrogateescape")
         if self.empty_script:
-            fill(self.script, data)
+            fill(self.script, data, mode=0o700)
         else:
             create(self.script, data, mode=0o700, exclusive=True)
         self.empty_script = False
