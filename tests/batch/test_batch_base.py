@@ -217,6 +217,74 @@ def test_this_clients_cancel_is_canceled_when_the_scheduler_names_no_cause(
     assert status is not None and status.state is JobState.FAILED, status
 
 
+def bursting(tmp_path: Path, ledger: Ledger, hold: float) -> FakeBackend:
+    """An executor whose jobs are due a query 0.05 s after their submit, for whom a
+    burst lasts while submits come less than 0.5 s apart (file_poll_interval)."""
+    FakeBackend.ledger = ledger
+    return FakeBackend(config={"work_directory": tmp_path / "work", "file_poll_interval": 0.5,
+                               "min_query_interval": 0.05, "max_query_hold": hold,
+                               "burst_window": 0})
+
+
+def burst(executor: FakeBackend, seconds: float,
+          midway: Any = None) -> tuple[float, float, list[Job]]:
+    """Submit for ``seconds``, calling ``midway(job)`` once halfway; the burst's start
+    and end (monotonic) and its jobs."""
+    jobs: list[Job] = []
+    start = time.monotonic()
+    while time.monotonic() < start + seconds:
+        jobs += submitted(executor, 1)
+        if midway is not None and time.monotonic() > start + seconds / 2:
+            midway(jobs[-1])
+            midway = None
+    return start, time.monotonic(), jobs
+
+
+def test_routine_queries_wait_for_a_burst_of_submits_to_end(tmp_path: Path,
+                                                           ledger: Ledger) -> None:
+    ex = bursting(tmp_path, ledger, hold=60.0)
+    try:
+        start, end, jobs = burst(ex, 1.0)
+        # due 0.05 s after each submit, yet none asked while the submits go on
+        assert [q for q in ledger.queries if start < q[0] < end] == []
+        with ledger.lock:
+            for job in jobs:
+                ledger.states[job.native_id or ""] = JobState.ACTIVE
+        wait_until(lambda: all(job.status.state is JobState.ACTIVE for job in jobs),
+                   "every job asked once the burst ended")
+    finally:
+        ex.close()
+
+
+def test_a_query_waits_for_a_burst_at_most_max_query_hold(tmp_path: Path,
+                                                         ledger: Ledger) -> None:
+    ex = bursting(tmp_path, ledger, hold=0.2)
+    try:
+        start, end, _ = burst(ex, 1.5)
+        assert [q for q in ledger.queries if start < q[0] < end], "no query in 1.5 s"
+    finally:
+        ex.close()
+
+
+def test_a_cancel_is_reconciled_in_the_middle_of_a_burst(tmp_path: Path,
+                                                        ledger: Ledger) -> None:
+    cancelled: list[Job] = []
+
+    def cancel(job: Job) -> None:
+        job.cancel()
+        cancelled.append(job)
+
+    ex = bursting(tmp_path, ledger, hold=60.0)
+    try:
+        start, end, _ = burst(ex, 2.0, midway=cancel)
+        # the query the cancel asked for did not wait for the burst (only it could run)
+        assert [q for q in ledger.queries if start < q[0] < end], "the cancel waited"
+        status = cancelled[0].wait(timeout=WAIT)
+        assert status is not None and status.state is JobState.CANCELED
+    finally:
+        ex.close()
+
+
 class LinkingBackend(FakeBackend):
     links_at_submit = True
     linked_before_accept: list[bool] = []

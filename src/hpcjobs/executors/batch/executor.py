@@ -15,9 +15,11 @@ How status works (docs/batch.md and docs/slurm.md have the full story):
   submit and after its start, at once after an attach, soon after a cancel, then with a
   doubling interval up to ``max_query_interval``. The jobs due within half the minimum
   interval (or a quarter of their own interval) of each other are asked in ONE command
-  (in chunks of ``query_chunk_size``), so a burst of submits costs a query every second
-  or so, never one per submit; a submit never wakes the monitor (it looks at its new
-  jobs on its next tick anyway).
+  (in chunks of ``query_chunk_size``), never one per submit; a submit never wakes the
+  monitor (it looks at its new jobs on its next tick anyway). While this executor is
+  submitting, the queries the calendar asks for wait for the burst to end (up to
+  ``max_query_hold`` past due): the scheduler serves the submits first. Those a cancel,
+  an attach or a signal asks for never wait.
 * A job whose exit record says it was killed by a signal (or its script caught
   SIGTERM) is not final until the scheduler's status says why (out of memory, walltime,
   preemption, node failure, cancel: final_status.py joins the two); its query is
@@ -87,6 +89,10 @@ class BatchConfig(JobExecutorConfig):
     ``burst_window``: seconds a burst of concurrent submits stays open to share one
     scheduler array (arrays.py; 0: every ``submit()`` goes alone).
     ``max_array_size``: the most tasks per array (0: the scheduler's own limit).
+    ``max_query_hold``: seconds past due a routine status query may wait while this
+    executor is submitting (a submit less than ``file_poll_interval`` ago): a status
+    command over many jobs holds the scheduler's job lock and CPU that its submits need
+    (docs/batch.md); the job files still show every start and end meanwhile. 0: never.
     """
 
     file_poll_interval: float = 0.25
@@ -97,6 +103,7 @@ class BatchConfig(JobExecutorConfig):
     query_chunk_size: int = 500
     burst_window: float = 0.005
     max_array_size: int = 0
+    max_query_hold: float = 10.0
 
 
 class _Tracked:
@@ -160,6 +167,11 @@ class BatchSchedulerExecutor(JobExecutor):
         self._queries: list[tuple[float, int, _Tracked]] = []
         self._order = itertools.count()
         self._wake_at = float("inf")  # when the monitor's next tick comes (monotonic)
+        self._last_submit = float("-inf")  # when this executor last accepted a job
+        self._holding = False  # the monitor's next tick is when the hold may end
+        # jobs whose queued query an event asked for (cancel, attach, signal), not the
+        # calendar: such a query does not wait for a burst of submits to end
+        self._pressing: set[_Tracked] = set()
         self._changes: Optional[ChangeNotes] = None  # made on the first submit
         # a lone job's directory made ahead of it, while the previous submit command ran
         # (jobdir.py); a list, so that the finalizer of a forgotten executor removes it
@@ -535,7 +547,8 @@ class BatchSchedulerExecutor(JobExecutor):
             self._noting[name] = tracked
             if not linked:  # the monitor links the id to the directory, off this path
                 self._unlinked.append(tracked)
-            wake = self._schedule(tracked, self.config.min_query_interval)
+            wake = self._schedule(tracked, self.config.min_query_interval, pressing=False)
+            self._last_submit = time.monotonic()
         item.native_id = native_id
         self._set_job_status(job, JobStatus(JobState.QUEUED))
         item.done = True
@@ -574,7 +587,7 @@ class BatchSchedulerExecutor(JobExecutor):
             tracked = self._tracked.get(native_id)
             if tracked is not None:
                 tracked.cancelled = True
-            wake = tracked is not None and self._schedule(tracked, 0.5)
+            wake = tracked is not None and self._schedule(tracked, 0.5, pressing=True)
         if wake:
             self._monitor.poke()
 
@@ -606,7 +619,7 @@ class BatchSchedulerExecutor(JobExecutor):
             self._tracked[native_id] = tracked
             if job_dir is not None:  # (its script notes its changes for another executor)
                 self._polled[native_id] = tracked
-            wake = self._schedule(tracked, 0.0)
+            wake = self._schedule(tracked, 0.0, pressing=True)
         if wake:
             self._monitor.poke()
 
@@ -719,18 +732,27 @@ class BatchSchedulerExecutor(JobExecutor):
         with self._lock:
             _remove_spares(self._spare)
 
-    def _schedule(self, t: _Tracked, delay: float) -> bool:
-        """Ask the scheduler about ``t`` within ``delay`` seconds, resetting its backoff.
+    def _schedule(self, t: _Tracked, delay: float, pressing: bool) -> bool:
+        """Ask the scheduler about ``t`` within ``delay`` seconds, resetting its backoff;
+        a ``pressing`` query (an event's, not the calendar's) is not held for submits.
         Call with the lock held. True if the monitor must be woken for it."""
         t.interval = self.config.min_query_interval
         due = time.monotonic() + delay
         if due < t.due:
-            self._queue_query(t, due)
-        return due < self._wake_at
+            self._queue_query(t, due, pressing or t in self._pressing)
+        elif pressing and t not in self._pressing:  # (due sooner already: pressing now)
+            due = t.due
+            self._queue_query(t, due, pressing)
+        # (a monitor holding the queries for the submits wakes when the hold may end)
+        return due < self._wake_at and (pressing or not self._holding)
 
-    def _queue_query(self, t: _Tracked, due: float) -> None:
+    def _queue_query(self, t: _Tracked, due: float, pressing: bool = False) -> None:
         """(lock held) ``t``'s next status query is at ``due``."""
         t.due = due
+        if pressing:
+            self._pressing.add(t)
+        else:
+            self._pressing.discard(t)
         heapq.heappush(self._queries, (due, next(self._order), t))
 
     def _next_due(self) -> float:
@@ -752,7 +774,7 @@ class BatchSchedulerExecutor(JobExecutor):
         now = time.monotonic()
         due: List[_Tracked] = []
         with self._lock:
-            if self._next_due() > now:
+            if self._next_due() > now or self._held(now):
                 return due
             least = self.config.min_query_interval / 2
             while (when := self._next_due()) != float("inf"):
@@ -761,8 +783,26 @@ class BatchSchedulerExecutor(JobExecutor):
                     break
                 heapq.heappop(self._queries)
                 t.due = float("inf")
+                self._pressing.discard(t)
                 due.append(t)
         return due
+
+    def _held(self, now: float) -> bool:
+        """(lock held) Whether the due queries wait for this executor's submits: none is
+        pressing, a submit came within ``file_poll_interval`` and the first has been due
+        for less than ``max_query_hold``. (A burst of submits then costs no status
+        command until it ends, or one every ``max_query_hold`` seconds.)"""
+        return (now - self._last_submit < self.config.file_poll_interval
+                and now - self._next_due() < self.config.max_query_hold
+                and not any(t.due <= now for t in self._pressing))
+
+    def _hold_end(self, now: float) -> float:
+        """(lock held) When ``_held`` is to be asked again, if it holds now."""
+        if not self._held(now):
+            return now
+        return min(self._last_submit + self.config.file_poll_interval,
+                   self._next_due() + self.config.max_query_hold,
+                   *(t.due for t in self._pressing))
 
     def _tick(self) -> Optional[float]:
         """The monitor thread's body: returns the seconds until the next call. Its cost
@@ -793,7 +833,9 @@ class BatchSchedulerExecutor(JobExecutor):
                 self._wake_at = float("inf")
                 return None
             now = time.monotonic()
-            wait = max(0.0, self._next_due() - now)
+            hold_end = self._hold_end(now)
+            self._holding = hold_end > now
+            wait = max(0.0, self._next_due() - now, hold_end - now)
             if self._noting or self._polled:
                 wait = min(wait, self.config.file_poll_interval)
             self._wake_at = now + wait
@@ -836,7 +878,7 @@ class BatchSchedulerExecutor(JobExecutor):
                 t.started = True
                 self._report(t, JobStatus(JobState.ACTIVE, started))
                 with self._lock:  # it changed: ask soon how it ends, should no record come
-                    self._schedule(t, self.config.min_query_interval)
+                    self._schedule(t, self.config.min_query_interval, pressing=False)
         if record is None or record.mtime == t.exit_mtime:
             return False
         t.exit_mtime = record.mtime
@@ -854,7 +896,7 @@ class BatchSchedulerExecutor(JobExecutor):
             self._report(t, self._final_status(t, t.ended[1]), ran=True)
             return True
         with self._lock:
-            self._schedule(t, 0.0)  # (the monitor thread: no wake-up needed)
+            self._schedule(t, 0.0, pressing=True)  # (the monitor thread: no wake-up needed)
         return False
 
     def _reconcile(self, due: Sequence[_Tracked]) -> Optional[set[str]]:
@@ -1071,6 +1113,7 @@ class BatchSchedulerExecutor(JobExecutor):
             with self._lock:
                 self._tracked.pop(t.native_id, None)
                 self._polled.pop(t.native_id, None)
+                self._pressing.discard(t)
                 if t.job_dir is not None:
                     self._noting.pop(t.job_dir.path.name, None)
             log.info("%s job %s: %s (%s)", self.name, t.native_id, status.state,
