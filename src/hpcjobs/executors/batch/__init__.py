@@ -7,7 +7,8 @@ writes about itself and the bulk, adaptive reconciliation with the scheduler liv
 docs/batch.md describes the design.
 """
 
-from .executor import BatchConfig, BatchSchedulerExecutor
+from .config import BatchConfig
+from .executor import BatchSchedulerExecutor
 from .jobdir import ExitRecord, JobDir
 from .native import NativeStatus
 from .script import Expandable, render, shell_quote
