@@ -38,8 +38,6 @@ unknown ids, a setting read once).
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
 import os
 import re
@@ -66,6 +64,7 @@ from .changes import ChangeNotes
 from .config import BatchConfig
 from .jobdir import ExitRecord, JobDir
 from .native import NativeStatus
+from .query_calendar import QueryCalendar
 from .script import Expandable, render
 
 __all__ = ["BatchSchedulerExecutor"]
@@ -102,6 +101,12 @@ class _Tracked:
         self.warned: set[str] = set()
         self.cancelled = False  # this client asked the scheduler to cancel it
 
+    @property
+    def blind(self) -> bool:
+        """True without job files (attached, submitted by other means): the scheduler
+        is its only witness."""
+        return self.job_dir is None
+
 
 class BatchSchedulerExecutor(JobExecutor):
     """Base of the batch backends (see the module docstring)."""
@@ -131,16 +136,9 @@ class BatchSchedulerExecutor(JobExecutor):
         self._submitting: set[str] = set()  # job dirs staged, not yet accepted or released
         self._polled: dict[str, _Tracked] = {}  # jobs with files but no notes (attached)
         self._unlinked: list[_Tracked] = []  # ids/<native id> not written yet
-        # (due time, tie-breaker, job): the status queries to come; an entry is stale
-        # once its job ended or was rescheduled (its due differs)
-        self._queries: list[tuple[float, int, _Tracked]] = []
-        self._order = itertools.count()
-        self._wake_at = float("inf")  # when the monitor's next tick comes (monotonic)
-        self._last_submit = float("-inf")  # when this executor last accepted a job
-        self._holding = False  # the monitor's next tick is when the hold may end
-        # jobs whose queued query an event asked for (cancel, attach, signal), not the
-        # calendar: such a query does not wait for a burst of submits to end
-        self._pressing: set[_Tracked] = set()
+        tracked = self._tracked  # (not self: the calendar holds no executor alive)
+        self._calendar: QueryCalendar[_Tracked] = QueryCalendar(
+            self.config, lambda t: tracked.get(t.native_id) is t)
         self._changes: Optional[ChangeNotes] = None  # made on the first submit
         # a lone job's directory made ahead of it, while the previous submit command ran
         # (jobdir.py); a list, so that the finalizer of a forgotten executor removes it
@@ -516,8 +514,9 @@ class BatchSchedulerExecutor(JobExecutor):
             self._noting[name] = tracked
             if not linked:  # the monitor links the id to the directory, off this path
                 self._unlinked.append(tracked)
-            wake = self._schedule(tracked, self.config.min_query_interval, pressing=False)
-            self._last_submit = time.monotonic()
+            wake = self._calendar.schedule(tracked, self.config.min_query_interval,
+                                           pressing=False)
+            self._calendar.submitted()
         item.native_id = native_id
         self._set_job_status(job, JobStatus(JobState.QUEUED))
         item.done = True
@@ -556,7 +555,7 @@ class BatchSchedulerExecutor(JobExecutor):
             tracked = self._tracked.get(native_id)
             if tracked is not None:
                 tracked.cancelled = True
-            wake = tracked is not None and self._schedule(tracked, 0.5, pressing=True)
+            wake = tracked is not None and self._calendar.schedule(tracked, 0.5, pressing=True)
         if wake:
             self._monitor.poke()
 
@@ -588,7 +587,7 @@ class BatchSchedulerExecutor(JobExecutor):
             self._tracked[native_id] = tracked
             if job_dir is not None:  # (its script notes its changes for another executor)
                 self._polled[native_id] = tracked
-            wake = self._schedule(tracked, 0.0, pressing=True)
+            wake = self._calendar.schedule(tracked, 0.0, pressing=True)
         if wake:
             self._monitor.poke()
 
@@ -701,84 +700,12 @@ class BatchSchedulerExecutor(JobExecutor):
         with self._lock:
             _remove_spares(self._spare)
 
-    def _schedule(self, t: _Tracked, delay: float, pressing: bool) -> bool:
-        """Ask the scheduler about ``t`` within ``delay`` seconds, resetting its backoff;
-        a ``pressing`` query (an event's, not the calendar's) is not held for submits.
-        Call with the lock held. True if the monitor must be woken for it."""
-        t.interval = self.config.min_query_interval
-        due = time.monotonic() + delay
-        if due < t.due:
-            self._queue_query(t, due, pressing or t in self._pressing)
-        elif pressing and t not in self._pressing:  # (due sooner already: pressing now)
-            due = t.due
-            self._queue_query(t, due, pressing)
-        # (a monitor holding the queries for the submits wakes when the hold may end)
-        return due < self._wake_at and (pressing or not self._holding)
-
-    def _queue_query(self, t: _Tracked, due: float, pressing: bool = False) -> None:
-        """(lock held) ``t``'s next status query is at ``due``."""
-        t.due = due
-        if pressing:
-            self._pressing.add(t)
-        else:
-            self._pressing.discard(t)
-        heapq.heappush(self._queries, (due, next(self._order), t))
-
-    def _next_due(self) -> float:
-        """(lock held) When the next status query is due (stale entries dropped)."""
-        queries = self._queries
-        while queries:
-            due, _, t = queries[0]
-            if t.due == due and self._tracked.get(t.native_id) is t:
-                return due
-            heapq.heappop(queries)
-        return float("inf")
-
-    def _take_due(self) -> List[_Tracked]:
-        """The jobs to ask about now: if one is due, every job due within half the
-        minimum interval, or within a quarter of its own interval, joins it (one command
-        instead of one per tick; and jobs submitted over a while, whose doubling
-        intervals would keep them apart, fall into step: a job is asked at most a
-        quarter of its interval early)."""
-        now = time.monotonic()
-        due: List[_Tracked] = []
-        with self._lock:
-            if self._next_due() > now or self._held(now):
-                return due
-            least = self.config.min_query_interval / 2
-            while (when := self._next_due()) != float("inf"):
-                t = self._queries[0][2]
-                if when > now + max(least, t.interval / 4):
-                    break
-                heapq.heappop(self._queries)
-                t.due = float("inf")
-                self._pressing.discard(t)
-                due.append(t)
-        return due
-
-    def _held(self, now: float) -> bool:
-        """(lock held) Whether the due queries wait for this executor's submits: none is
-        pressing, a submit came within ``file_poll_interval`` and the first has been due
-        for less than ``max_query_hold``. (A burst of submits then costs no status
-        command until it ends, or one every ``max_query_hold`` seconds.)"""
-        return (now - self._last_submit < self.config.file_poll_interval
-                and now - self._next_due() < self.config.max_query_hold
-                and not any(t.due <= now for t in self._pressing))
-
-    def _hold_end(self, now: float) -> float:
-        """(lock held) When ``_held`` is to be asked again, if it holds now."""
-        if not self._held(now):
-            return now
-        return min(self._last_submit + self.config.file_poll_interval,
-                   self._next_due() + self.config.max_query_hold,
-                   *(t.due for t in self._pressing))
-
     def _tick(self) -> Optional[float]:
         """The monitor thread's body: returns the seconds until the next call. Its cost
         is that of the jobs that changed (noted), are attached, or are due a query."""
         with self._lock:
             if not self._tracked:
-                self._wake_at = float("inf")
+                self._calendar.idle()
                 return None
             unlinked, self._unlinked = self._unlinked, []
             polled = list(self._polled.values())
@@ -799,16 +726,9 @@ class BatchSchedulerExecutor(JobExecutor):
                 self._requeue(due, urgent)
         with self._lock:
             if not self._tracked:
-                self._wake_at = float("inf")
+                self._calendar.idle()
                 return None
-            now = time.monotonic()
-            hold_end = self._hold_end(now)
-            self._holding = hold_end > now
-            wait = max(0.0, self._next_due() - now, hold_end - now)
-            if self._noting or self._polled:
-                wait = min(wait, self.config.file_poll_interval)
-            self._wake_at = now + wait
-        return wait
+            return self._calendar.next_wait(polling=bool(self._noting or self._polled))
 
     def _read_notes(self, changes: ChangeNotes) -> None:
         """Look at the files of the jobs whose scripts noted a change."""
@@ -847,7 +767,7 @@ class BatchSchedulerExecutor(JobExecutor):
                 t.started = True
                 self._report(t, JobStatus(JobState.ACTIVE, started))
                 with self._lock:  # it changed: ask soon how it ends, should no record come
-                    self._schedule(t, self.config.min_query_interval, pressing=False)
+                    self._calendar.schedule(t, self.config.min_query_interval, pressing=False)
         if record is None or record.mtime == t.exit_mtime:
             return False
         t.exit_mtime = record.mtime
@@ -865,7 +785,7 @@ class BatchSchedulerExecutor(JobExecutor):
             self._report(t, self._final_status(t, t.ended[1]), ran=True)
             return True
         with self._lock:
-            self._schedule(t, 0.0, pressing=True)  # (the monitor thread: no wake-up needed)
+            self._calendar.schedule(t, 0.0, pressing=True)  # (the monitor thread: no wake-up needed)
         return False
 
     def _reconcile(self, due: Sequence[_Tracked]) -> Optional[set[str]]:
@@ -911,25 +831,17 @@ class BatchSchedulerExecutor(JobExecutor):
             urgent |= self._vanished(missing)
         return urgent
 
-    def _requeue(self, due: Sequence[_Tracked], urgent: Optional[set[str]]) -> None:
-        """Schedule the next query of the jobs just asked about: soon for the ``urgent``
-        ones, else after a doubled interval; after a failed query (``urgent`` None) at
-        least 5 s later."""
-        now = time.monotonic()
+    def _take_due(self) -> List[_Tracked]:
+        """The jobs to ask about now (QueryCalendar.take_due)."""
         with self._lock:
-            for t in due:
-                if self._tracked.get(t.native_id) is not t or t.due != float("inf"):
-                    continue  # ended, or already asked for again (cancel, a signal seen)
-                if urgent is None:
-                    t.interval = min(max(t.interval * 2, 5.0), self.config.max_query_interval)
-                elif t.native_id in urgent:
-                    t.interval = self.config.min_query_interval
-                else:
-                    longest = self.config.max_query_interval
-                    if t.job_dir is None:  # the scheduler is its only witness
-                        longest = min(longest, self.config.blind_query_interval)
-                    t.interval = min(t.interval * 2, longest)
-                self._queue_query(t, now + t.interval)
+            return self._calendar.take_due()
+
+    def _requeue(self, due: Sequence[_Tracked], urgent: Optional[set[str]]) -> None:
+        """Schedule the next query of the jobs just asked about (QueryCalendar.requeue):
+        the ``urgent`` ids soon; None: the query failed."""
+        with self._lock:
+            self._calendar.requeue(due, None if urgent is None else
+                                   {t for t in due if t.native_id in urgent})
 
     def _apply_live(self, t: _Tracked, ns: NativeStatus) -> None:
         if ns.state is None:
@@ -1082,7 +994,7 @@ class BatchSchedulerExecutor(JobExecutor):
             with self._lock:
                 self._tracked.pop(t.native_id, None)
                 self._polled.pop(t.native_id, None)
-                self._pressing.discard(t)
+                self._calendar.forget(t)
                 if t.job_dir is not None:
                     self._noting.pop(t.job_dir.path.name, None)
             log.info("%s job %s: %s (%s)", self.name, t.native_id, status.state,
