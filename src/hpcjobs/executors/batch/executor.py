@@ -30,28 +30,23 @@ How status works (docs/batch.md and docs/slurm.md have the full story):
 * A failing status command backs off and changes no job's state. Unknown native states
   are logged and ignored.
 
-A backend declares the class attributes and implements the hooks of the "backend hooks"
-section below (for status, either ``_query_status`` or the per-job ``_records`` and
-``_native``); "for the hooks" has what backends do alike (a status command's word on
-unknown ids, a setting read once).
+A backend declares the class attributes and implements the hooks of hooks.py (its base
+class ``BatchHooks``).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import time
 import weakref
-from abc import abstractmethod
 from pathlib import Path
-from typing import (Any, Callable, ClassVar, Hashable, Iterable, List, Mapping, Optional,
-                    Sequence, TypeVar, Union, cast)
+from typing import Any, Callable, Hashable, Iterable, List, Mapping, Optional, Sequence, Union
 
 from ... import external
-from ...errors import BulkSubmitException, CommandError, InvalidJobException, SubmitException
-from ...executor import JobExecutor, JobExecutorConfig
+from ...errors import BulkSubmitException, CommandError, SubmitException
+from ...executor import JobExecutorConfig
 from ...job import Job
 from ...launchers.base import job_argv
 from ...threads import PeriodicTask
@@ -61,7 +56,7 @@ from ...final_status import Cause, describe_exit, ended, needs_cause
 from . import arrays
 from .arrays import ArrayDir, BurstCollector, Staged, chunks
 from .changes import ChangeNotes
-from .config import BatchConfig
+from .hooks import BatchHooks
 from .jobdir import ExitRecord, JobDir
 from .native import NativeStatus
 from .query_calendar import QueryCalendar
@@ -70,8 +65,6 @@ from .script import Expandable, render
 __all__ = ["BatchSchedulerExecutor"]
 
 log = logging.getLogger(__name__)
-
-_T = TypeVar("_T")
 
 
 class _Tracked:
@@ -108,24 +101,8 @@ class _Tracked:
         return self.job_dir is None
 
 
-class BatchSchedulerExecutor(JobExecutor):
+class BatchSchedulerExecutor(BatchHooks):
     """Base of the batch backends (see the module docstring)."""
-
-    config_class: ClassVar[type[JobExecutorConfig]] = BatchConfig
-    config: BatchConfig
-    #: the backend's mustache template, kept beside the backend's module
-    template: ClassVar[Path]
-    #: True if the scheduler hands the submitter's environment to the job itself (as
-    #: sbatch does); False: the base captures it in the job directory for the script
-    exports_environment: ClassVar[bool] = True
-    #: names (a trailing '_' makes a prefix) the scheduler sets in the job, which a
-    #: captured environment must not override
-    scheduler_variables: ClassVar[tuple[str, ...]] = ()
-    #: True: a job's id is linked to its directory before submit() returns, for a
-    #: scheduler that keeps no record of a job's exit status (no history, no accounting):
-    #: should the submitter die at once, the link is how an attach finds the job's exit
-    #: code. Else the monitor links it, off the submit path.
-    links_at_submit: ClassVar[bool] = False
 
     def __init__(self, url: Optional[str] = None,
                  config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> None:
@@ -145,195 +122,12 @@ class BatchSchedulerExecutor(JobExecutor):
         self._spare: list[JobDir] = []
         weakref.finalize(self, _remove_spares, self._spare)
         self._accounting: Optional[bool] = None  # None: not probed yet
-        self._settings: dict[str, Any] = {}  # what _read_once read, by name
+        self._settings = {}  # (hooks.py: _read_once)
         self._monitor = PeriodicTask(f"hpcjobs-{self.name}-{self._instance}-monitor", self._tick)
         self._monitor_finalizer = weakref.finalize(self, self._monitor.stop, False)
         # (a backend without arrays gains nothing from grouping: its submits stay apart)
         self._bursts = (BurstCollector(self.config.burst_window, self._send)
                         if self.config.burst_window > 0 and self.array_variables else None)
-
-    # ===================================================================== backend hooks
-    #: what every native id of this scheduler is (the whole id matches): attach refuses
-    #: other ids, and a submit command must print one
-    native_id_pattern: ClassVar["re.Pattern[str]"]
-    #: texts (of any case) in a failed submit command's output that say the scheduler
-    #: was busy or unreachable: the SubmitException is then transient (worth retrying)
-    transient_errors: ClassVar[tuple[str, ...]] = ()
-    #: seconds the scheduler keeps finished jobs in its status command's output (a
-    #: backend reading it from the scheduler overrides ``_retention_time`` instead)
-    retention_time: ClassVar[float]
-    #: seconds a job's script may still need, once the scheduler says the job ended, to
-    #: write its exit record: the scheduler's delay between SIGTERM and SIGKILL plus
-    #: file-system lag (a backend reading it from the scheduler overrides ``_record_grace``)
-    record_grace: ClassVar[float] = 10.0
-
-    @abstractmethod
-    def _directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
-        """The template context for the scheduler's directives (resources, walltime,
-        queue, ...). Raise InvalidJobException naming the field for what cannot be
-        expressed. Values are shell-quoted by the renderer."""
-
-    @abstractmethod
-    def _submit_command(self, job_dir: JobDir) -> list[str]:
-        """The command that submits ``job_dir.script``."""
-
-    def _parse_submit(self, stdout: str) -> str:
-        """The native id in the submit command's output (ValueError if there is none):
-        by default the whole output, which must be a native id."""
-        native_id = stdout.strip()
-        if not self.native_id_pattern.fullmatch(native_id):
-            raise ValueError(f"not a {self.name} job id: {native_id!r}")
-        return native_id
-
-    @abstractmethod
-    def _cancel_command(self, native_id: str) -> list[str]:
-        """The command that cancels a job."""
-
-    def _query_status(self, native_ids: Sequence[str]) -> dict[str, NativeStatus]:
-        """What the scheduler says about these jobs, those it knows (jobs it does not
-        know are left out): ONE status command (two for more than ``few_ids`` jobs).
-        Raises CommandError when a command fails. By default from the per-job records
-        of ``_records`` (below): a backend implements those hooks or this one."""
-        if self.few_ids is None or len(native_ids) <= self.few_ids:
-            records = self._records(native_ids)
-        else:
-            records = dict(self._records(()))  # every live job: one request
-            gone = [i for i in native_ids if self._record_of(i, records) is None]
-            if gone and self.has_history:
-                # the history of those not listed; an array's tasks come with the array
-                arrays = (self._array_parts(i) for i in gone)
-                asked = dict.fromkeys(a[0] if a else i for i, a in zip(gone, arrays))
-                records.update(self._records(list(asked)))
-        found = {}
-        for native_id in native_ids:
-            record = self._record_of(native_id, records)
-            if record is not None:
-                found[native_id] = self._native(native_id, record)
-        return found
-
-    def _query_accounting(self, native_ids: Sequence[str]) -> Optional[dict[str, NativeStatus]]:
-        """ONE accounting query for jobs gone from the queue; None if the scheduler has
-        no accounting (remembered: never asked again). Raises CommandError on failure."""
-        return None
-
-    def _describe_final(self, statuses: Sequence[NativeStatus]) -> None:
-        """Hook: add details to final statuses from the status command (e.g. who
-        cancelled a job) before they are reported; at most one command for all."""
-
-    def _list_command(self) -> list[str]:
-        """The command that prints the ids of the current user's jobs known to the
-        scheduler, one a line (or override ``_list_ids``)."""
-        raise NotImplementedError
-
-    def _list_ids(self) -> list[str]:
-        """The ids of the current user's jobs known to the scheduler."""
-        result = external.run(self._list_command(), timeout=self.config.command_timeout)
-        return [line.strip() for line in result.stdout.splitlines() if line.strip()]
-
-    def _retention_time(self) -> float:
-        """Seconds the scheduler keeps finished jobs in its status command's output."""
-        return self.retention_time
-
-    def _record_grace(self) -> float:
-        """Seconds a job's script may still need to write its exit record once the
-        scheduler says the job ended (see ``record_grace``)."""
-        return self.record_grace
-
-    def _submit_lines(self) -> Iterable[tuple[str, str]]:
-        """(native id, the command line that submitted it, as the scheduler shows it)
-        for the live jobs, to find a job whose submit command timed out
-        (``_find_submitted``); none by default: such a submit then failed. Raises
-        CommandError when the scheduler cannot be asked."""
-        return ()
-
-    def _check_native_id(self, native_id: str) -> None:
-        """Raise InvalidJobException if ``native_id`` cannot be an id of this scheduler."""
-        if not isinstance(native_id, str) or not self.native_id_pattern.fullmatch(native_id):
-            raise InvalidJobException(f"native_id: {native_id!r} is not a {self.name} job id")
-
-    # -- status from per-job records: a backend whose status command prints a record per
-    #    job implements these instead of _query_status ------------------------------------
-    #: jobs up to this many are asked about by id; for more, the status command lists
-    #: every live job instead (one request) and is asked by id only about those not
-    #: listed (ended: the history), for a status command that sends the scheduler one
-    #: request per id named. None: always by id.
-    few_ids: ClassVar[Optional[int]] = None
-    #: False: the scheduler forgets a job as it ends, so that there is no history to ask
-    #: about a job no longer listed (its files and accounting tell)
-    has_history: ClassVar[bool] = True
-
-    def _records(self, native_ids: Sequence[str]) -> dict[str, Any]:
-        """ONE status command: the scheduler's record of each of ``native_ids`` it knows
-        (finished ones too, if it keeps a history; an array's id: its tasks' records),
-        by id; no ids: every live job it shows. Raises CommandError when it fails."""
-        raise NotImplementedError
-
-    def _native(self, native_id: str, record: Any) -> NativeStatus:
-        """One of ``_records``' records in PSI/J terms (the backend's state table)."""
-        raise NotImplementedError
-
-    def _record_of(self, native_id: str, records: Mapping[str, Any]) -> Any:
-        """``native_id``'s record among ``records`` (None: it has none); a scheduler that
-        answers with another spelling of an id matches it here."""
-        return records.get(native_id)
-
-    # -- job arrays (arrays.py): a backend without them leaves these alone -----------------
-    #: the environment variables holding an array task's array id and index
-    array_variables: ClassVar[Optional[tuple[str, str]]] = None
-    #: directives in which the tasks of one array may differ (the array takes the
-    #: first task's)
-    per_job_directives: ClassVar[tuple[str, ...]] = ()
-
-    def _array_submit_command(self, array: ArrayDir, count: int) -> list[str]:
-        """The command that submits ``array.dir.script`` as an array of ``count`` tasks
-        (indices 0 to count-1), task i writing its scheduler output to
-        ``<array.dir>/<i>.out``."""
-        raise NotImplementedError
-
-    def _array_task_id(self, array_id: str, index: int) -> str:
-        """The native id of task ``index`` of the array ``array_id``."""
-        raise NotImplementedError
-
-    def _array_parts(self, native_id: str) -> Optional[tuple[str, int]]:
-        """(array id, index) if ``native_id`` names an array task, else None."""
-        return None
-
-    def _max_array_size(self) -> int:
-        """The most tasks the scheduler takes in one array."""
-        return 1
-
-    # -- for the hooks: what backends do alike ------------------------------------------
-    def _run_status(self, argv: Sequence[str], unknown: "re.Pattern[str]",
-                    unknown_exit: tuple[int, ...] = ()) -> external.CommandResult:
-        """Run a status command that names jobs, and return what it printed. Lines of
-        stderr matching ``unknown`` say only that the scheduler does not know some of
-        the ids (it still answers for the others), and so does a nonzero exit status:
-        one of ``unknown_exit``, the scheduler's status for that, when the backend
-        gives them, else any that comes with such lines only. Any other complaint, or
-        another failure, raises CommandError: no job may be judged on that answer."""
-        result = external.run(argv, timeout=self.config.command_timeout, check=False)
-        complaints = [line for line in result.stderr.splitlines()
-                      if line.strip() and not unknown.search(line)]
-        if unknown_exit:
-            explained = result.returncode in (0, *unknown_exit)
-        else:
-            explained = result.returncode == 0 or bool(result.stderr.strip())
-        if complaints or not explained:
-            raise CommandError(result.argv, result.returncode, result.stdout, result.stderr)
-        return result
-
-    def _read_once(self, what: str, read: Callable[[], _T], default: _T) -> _T:
-        """A scheduler setting (a limit, its configuration): ``read()`` the first time
-        ``what`` is asked for, ``default`` if that fails (CommandError or ValueError,
-        logged). Either is kept: the scheduler is asked once per executor."""
-        if what not in self._settings:
-            try:
-                value = read()
-            except (CommandError, ValueError) as e:
-                log.warning("%s: cannot read %s (assuming %s): %s", self.name, what, default, e)
-                value = default
-            self._settings[what] = value
-        return cast(_T, self._settings[what])
 
     # ===================================================================== the API
     def submit(self, job: Job) -> None:
@@ -784,8 +578,8 @@ class BatchSchedulerExecutor(JobExecutor):
         if t.ended is not None:  # the scheduler already said how it ended
             self._report(t, self._final_status(t, t.ended[1]), ran=True)
             return True
-        with self._lock:
-            self._calendar.schedule(t, 0.0, pressing=True)  # (the monitor thread: no wake-up needed)
+        with self._lock:  # (the monitor thread: no wake-up needed)
+            self._calendar.schedule(t, 0.0, pressing=True)
         return False
 
     def _reconcile(self, due: Sequence[_Tracked]) -> Optional[set[str]]:
