@@ -125,7 +125,7 @@ def test_unknown_native_states_are_logged_and_ignored(executor: JobExecutor, tmp
     native_id = sbatch("--wrap", "sleep 4")
     wait_until(lambda: squeue_state(native_id) == "WARPING", "the job to run")
     job = Job()
-    with caplog.at_level(logging.WARNING, logger="hpcjobs.executors.batch.executor"):
+    with caplog.at_level(logging.WARNING, logger="hpcjobs.executors.batch.monitor"):
         executor.attach(job, native_id)
         status = job.wait(timeout=WAIT)
     assert status is not None and status.state is JobState.COMPLETED, status
