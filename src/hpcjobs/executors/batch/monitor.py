@@ -14,8 +14,8 @@ How status works (docs/batch.md and docs/slurm.md have the full story):
   SIGTERM came). Each job has its own next query time, with a doubling interval; the
   jobs due close together are asked in ONE command (in chunks of
   ``query_chunk_size``), never one per submit, and routine queries wait while this
-  executor submits (query_calendar.py has the rules); a submit never wakes the
-  monitor (it looks at its new jobs on its next tick anyway).
+  executor submits (query_calendar.py has the rules); a submit wakes the monitor
+  only when it follows no job yet (else it looks at its new jobs on its next tick).
 * A job whose exit record says it was killed by a signal (or its script caught
   SIGTERM) is not final until the scheduler's status says why (out of memory, walltime,
   preemption, node failure, cancel: final_status.py joins the two); its query is

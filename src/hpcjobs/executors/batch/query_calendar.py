@@ -85,11 +85,12 @@ class QueryCalendar(Generic[_Q]):
         self._pressing.discard(t)
 
     def take_due(self) -> List[_Q]:
-        """The jobs to ask about now: if one is due, every job due within half the
-        minimum interval, or within a quarter of its own interval, joins it (one command
-        instead of one per tick; and jobs submitted over a while, whose doubling
-        intervals would keep them apart, fall into step: a job is asked at most a
-        quarter of its interval early). Nothing while the queries are held."""
+        """The jobs to ask about now: if one is due, the jobs next due join it, in the
+        order they are due, as long as each is due within half the minimum interval or
+        within a quarter of its own interval (one command instead of one per tick; and
+        jobs submitted over a while, whose doubling intervals would keep them apart,
+        fall into step: a job is asked at most a quarter of its interval early).
+        Nothing while the queries are held."""
         now = self._clock()
         due: List[_Q] = []
         if self._next_due() > now or self._held(now):
