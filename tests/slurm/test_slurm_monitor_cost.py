@@ -107,3 +107,16 @@ def test_a_tick_looks_only_at_the_jobs_that_changed(counting: Any) -> None:
     assert ex.looked[released] <= 2  # once when it started, once when it ended
     assert all(job.status.state is JobState.QUEUED for job in jobs[1:])
 
+
+
+def test_a_burst_of_submits_asks_slurm_nothing_until_it_ends(counting: Any) -> None:
+    # each job is due a query 0.05 s after its submit, and the burst lasts while the
+    # submits come less than file_poll_interval (1 s) apart: the queries wait for its
+    # end (max_query_hold, 10 s by default), then one squeue asks about every job
+    ex = counting(file_poll_interval=1.0, min_query_interval=0.05)
+    jobs = held_jobs(ex, 40)
+    assert ex.queries == []
+    ex.wait_ticks(2)  # (a tick after the hold's end asks)
+    assert ex.queries, "no status query after the burst"
+    assert set(ex.queries[0]) == {job.native_id for job in jobs}
+    assert all(job.status.state is JobState.QUEUED for job in jobs)
