@@ -9,7 +9,9 @@ while the loop submits (hpcjobs cannot ask for a held job: ``qsub -h`` is no ``-
 attribute), so both compete alike with the server's work of starting them.
 
 ``ratio``: hpcjobs' jobs per second over the raw loop's (target >= 0.9), with the rates
-of every loop.
+of every loop; ``cpu_ms_per_submit``: the CPU this process (all its threads) used per
+submit in each kind of loop, mean over the loops (steadier than the rates on a busy
+machine: a raw loop's is what starting ``qsub`` costs, hpcjobs' adds its own work).
 
 Needs a PBS server (as scripts/test.sh starts one).
 
@@ -41,29 +43,30 @@ def delete(ids: list[str]) -> None:
     time.sleep(5)  # let the server and MoM settle before the next loop
 
 
-def raw_loop(n: int, script: Path) -> float:
-    """Jobs per second of a plain qsub loop."""
+def raw_loop(n: int, script: Path) -> tuple[float, float]:
+    """Jobs per second of a plain qsub loop, and this process's CPU seconds per submit."""
     ids = []
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for _ in range(n):
         p = subprocess.run([command("qsub"), str(script)], capture_output=True, text=True,
                            check=True, cwd="/tmp")
         ids.append(p.stdout.strip())
-    rate = n / (time.perf_counter() - start)
+    rate, cpu = n / (time.perf_counter() - start), (time.process_time() - cpu) / n
     delete(ids)
-    return rate
+    return rate, cpu
 
 
-def hpcjobs_loop(n: int, work: Path) -> float:
-    """Jobs per second of hpcjobs' submit()."""
+def hpcjobs_loop(n: int, work: Path) -> tuple[float, float]:
+    """Jobs per second of hpcjobs' submit(), and this process's CPU seconds per submit
+    (all its threads: the executor's monitor too)."""
     with JobExecutor.get_instance("pbs", config={"work_directory": work}) as ex:
         jobs = [Job(JobSpec("/bin/sleep", ["1"])) for _ in range(n)]
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for job in jobs:
             ex.submit(job)
-        rate = n / (time.perf_counter() - start)
+        rate, cpu = n / (time.perf_counter() - start), (time.process_time() - cpu) / n
         delete([str(j.native_id) for j in jobs])
-    return rate
+    return rate, cpu
 
 
 def main() -> None:
@@ -73,6 +76,7 @@ def main() -> None:
     args = parser.parse_args()
     raw: list[float] = []
     ours: list[float] = []
+    cpu: dict[str, list[float]] = {"raw": [], "hpcjobs": []}
     with tempfile.TemporaryDirectory(prefix="hpcjobs-bench-", ignore_cleanup_errors=True) as tmp:
         root = Path(tmp)
         script = root / "job.sh"
@@ -82,15 +86,20 @@ def main() -> None:
             order = ("raw", "ours") if r % 2 == 0 else ("ours", "raw")
             for which in order:
                 if which == "raw":
-                    raw.append(raw_loop(args.jobs, script))
+                    rate, seconds = raw_loop(args.jobs, script)
+                    raw.append(rate)
+                    cpu["raw"].append(seconds)
                 else:
-                    ours.append(hpcjobs_loop(args.jobs, root / f"work{r}"))
+                    rate, seconds = hpcjobs_loop(args.jobs, root / f"work{r}")
+                    ours.append(rate)
+                    cpu["hpcjobs"].append(seconds)
     print(json.dumps({
         "benchmark": "pbs_submit", "jobs": args.jobs, "rounds": args.rounds,
         "raw_jobs_per_s": [round(x, 1) for x in raw],
         "hpcjobs_jobs_per_s": [round(x, 1) for x in ours],
         "ratio": round(statistics.median(ours) / statistics.median(raw), 3),
         "target_ratio": 0.9,
+        "cpu_ms_per_submit": {k: round(statistics.mean(v) * 1000, 2) for k, v in cpu.items()},
     }))
 
 
