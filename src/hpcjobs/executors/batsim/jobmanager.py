@@ -368,12 +368,13 @@ class JobManager:
             if kind == ANNOTATE:
                 self._set(record, JobManager._annotated, response.get("annotations", {}), True)
                 continue
-            if "annotations" in response:  # a SUCCESS's: the ACTIVE status carries them
-                self._set(record, JobManager._annotated, response["annotations"], False)
             self._outstanding -= 1
-            if kind == SUCCESS:
+            if kind == SUCCESS:  # (its annotations come with the ACTIVE status)
                 self._start(record, response, now, out)
-            elif kind == DENY:
+                continue
+            if "annotations" in response:
+                self._set(record, JobManager._annotated, response["annotations"], False)
+            if kind == DENY:
                 self._reject(record, now, out)
                 note = response.get("note") or "the scheduler denied the request"
                 self._finish(record, _as_is, JobStatus(JobState.FAILED, now, message=f"denied: {note}",
@@ -407,7 +408,7 @@ class JobManager:
         record.ran = True
         self.running += 1
         out.append(protocol.execute_job(now, record.native_id, record.alloc))
-        self._set(record, JobManager._active, now)
+        self._set(record, JobManager._active, now, response.get("annotations"))
 
     def _cancel(self, record: Record, now: float, out: list[Event]) -> None:
         if record.phase is Phase.RUNNING:
@@ -468,7 +469,11 @@ class JobManager:
         return JobStatus(state, t, message=message, exit_code=exit_code,
                          metadata=self._where(record, batsim_state))
 
-    def _active(self, record: Record, t: float) -> JobStatus:
+    def _active(self, record: Record, t: float, update: Optional[dict[str, Any]]) -> JobStatus:
+        """The job started; ``update``: the SUCCESS response's annotations (RFC 27: those
+        removing the pending reason and estimate), merged as the status is made."""
+        if update:
+            record.annotations = merge_annotations(record.annotations, update)
         metadata = self._where(record, "RUNNING")
         if record.annotations:
             metadata["annotations"] = record.annotations
