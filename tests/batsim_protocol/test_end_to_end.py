@@ -210,3 +210,15 @@ def test_the_executor_gives_the_same_jobs_on_every_protocol_with_dynamic_jobs(tm
 def test_the_executor_refuses_the_legacy_protocol() -> None:
     with pytest.raises(ValueError, match="hpcjobs-schedule"):
         BatsimExecutorConfig(protocol="legacy")
+
+
+def test_the_schedule_command_says_why_it_cannot_start(tmp_path: Path) -> None:
+    # a real process, as a user runs it: the error is one line on stderr, through the
+    # command's logging (its prefix and level), and the exit status says it failed
+    done = subprocess.run([sys.executable, "-m", "hpcjobs.executors.batsim.decide",
+                           "-s", f"ipc://{tmp_path}/dp.sock", "--scheduler", "no-such-policy"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hpcjobs-schedule: ERROR: "), done.stderr
+    assert "no-such-policy" in lines[0]

@@ -121,13 +121,13 @@ def main(argv: Optional[list[str]] = None) -> int:
         decide(endpoint, scheduler, get_codec(args.protocol).hello, args.timeout)
         return 0
     except BatsimError as exc:
-        print(f"hpcjobs-schedule: error: {exc}", file=sys.stderr)
+        log.error("%s", exc)
         return exc.exit_code
     except (LookupError, TypeError, ValueError) as exc:
-        print(f"hpcjobs-schedule: error: {exc}", file=sys.stderr)
+        log.error("%s", exc)
         return 1
     except KeyboardInterrupt:
-        print("hpcjobs-schedule: error: interrupted", file=sys.stderr)
+        log.error("interrupted")
         return 130
     finally:
         if endpoint is not None:
