@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Union
 
 import pytest
 
@@ -62,6 +64,13 @@ def test_written_platform_numbers_hosts_in_order(tmp_path: Path, hosts: int) -> 
     assert names == [f"node{i:0{width}d}" for i in range(hosts)]
     assert {h.cores for h in platform.compute} == {4} and cores_per_host(path) == 4
     assert platform.route(names[0], names[-1]) is not None
+
+
+@pytest.mark.parametrize("speed", ["1Gf,500Mf", 'x"&<>\n\ty', 2.5e9])
+def test_written_platform_carries_the_speed_as_given(tmp_path: Path, speed: Union[str, float]) -> None:
+    path = write_platform(tmp_path / "p.xml", 3, 1, speed)
+    clusters = [c for c in ET.parse(path).getroot().iter("cluster") if c.get("id") != "M"]
+    assert [c.get("speed") for c in clusters] == [speed if isinstance(speed, str) else "2500000000.0f"]
 
 
 def test_cores_of_a_given_platform() -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Union
-from xml.sax.saxutils import quoteattr
 
 from ...batsim_protocol.errors import InputError
 from ...batsim_protocol.platform import MASTER_HOST_NAME as MASTER_HOST
@@ -29,6 +28,15 @@ __all__ = ["write_platform", "cores_per_host"]
 def _speed(speed: Union[str, float]) -> str:
     # SimGrid reads a bare number as flop/s; strings carry their unit ("1Gf")
     return speed if isinstance(speed, str) else f"{float(speed)!r}f"
+
+
+def _attribute(value: str) -> str:
+    """``value`` as a double-quoted XML attribute (xml.sax.saxutils.quoteattr would do,
+    but importing it imports urllib, a fifth of this executor's import time)."""
+    for char, entity in (("&", "&amp;"), ("<", "&lt;"), ('"', "&quot;"), ("\n", "&#10;"),
+                         ("\r", "&#13;"), ("\t", "&#9;")):
+        value = value.replace(char, entity)
+    return f'"{value}"'
 
 
 def write_platform(path: Path, hosts: int, cores: int, speed: Union[str, float]) -> Path:
@@ -45,7 +53,7 @@ def write_platform(path: Path, hosts: int, cores: int, speed: Union[str, float])
     for cid, prefix, first, last in clusters:
         radical = str(first) if first == last else f"{first}-{last}"
         lines.append(f'    <cluster id="{cid}" prefix="{prefix}" suffix="" radical="{radical}" '
-                     f'speed={quoteattr(_speed(speed))} core="{cores}" bw="10GBps" lat="0us"/>\n')
+                     f'speed={_attribute(_speed(speed))} core="{cores}" bw="10GBps" lat="0us"/>\n')
     lines.append(f'    <cluster id="M" prefix="{MASTER_HOST}" suffix="" radical="0-0" speed="1Gf" '
                  'bw="10GBps" lat="0us">\n      <prop id="role" value="master"/>\n    </cluster>\n')
     lines.append('    <link id="backbone" bandwidth="10GBps" latency="0us"/>\n')
