@@ -116,6 +116,17 @@ class JobStatus:
         self.exit_code = exit_code
         self.metadata: Optional[dict[str, Any]] = dict(metadata) if metadata else None
 
+    @classmethod
+    def _owning(cls, state: JobState, time: float, message: Optional[str], exit_code: Optional[int],
+                metadata: dict[str, Any]) -> "JobStatus":
+        """For backends: a status that keeps ``metadata``, a dict made for it and not
+        used after, as it is. The constructor's copy protects a caller's dict; a backend
+        reporting thousands of statuses a second need not pay for it."""
+        status = cls.__new__(cls)
+        status.state, status.time, status.message = state, time, message
+        status.exit_code, status.metadata = exit_code, metadata
+        return status
+
     @property
     def final(self) -> bool:
         """True if the state is final."""

@@ -179,7 +179,7 @@ class JobManager:
         self.records[native_id] = record
         self._by_number[number] = record
         self.live += 1
-        record.status = JobStatus(JobState.QUEUED, t, metadata={"native_state": "SUBMITTED"})
+        record.status = JobStatus._owning(JobState.QUEUED, t, None, None, {"native_state": "SUBMITTED"})
         self._report(job, record.status, False)  # now: submit() returns it QUEUED
         return record
 
@@ -466,8 +466,7 @@ class JobManager:
             rc=rc, walltime=record.request.walltime, state=batsim_state)
         exit_code = rc if isinstance(rc, int) and batsim_state in ("COMPLETED_SUCCESSFULLY",
                                                                    "COMPLETED_FAILED") else None
-        return JobStatus(state, t, message=message, exit_code=exit_code,
-                         metadata=self._where(record, batsim_state))
+        return JobStatus._owning(state, t, message, exit_code, self._where(record, batsim_state))
 
     def _active(self, record: Record, t: float, update: Optional[dict[str, Any]]) -> JobStatus:
         """The job started; ``update``: the SUCCESS response's annotations (RFC 27: those
@@ -477,7 +476,7 @@ class JobManager:
         metadata = self._where(record, "RUNNING")
         if record.annotations:
             metadata["annotations"] = record.annotations
-        return JobStatus(JobState.ACTIVE, t, metadata=metadata)
+        return JobStatus._owning(JobState.ACTIVE, t, None, None, metadata)
 
     def _annotated(self, record: Record, update: dict[str, Any], refresh: bool) -> Optional[JobStatus]:
         """RFC 27 annotation merging; with ``refresh``, the queued job's new pending
@@ -491,7 +490,7 @@ class JobManager:
         for key in ("reason_pending", "t_estimate"):
             if key in sched:
                 metadata[key] = sched[key]
-        return JobStatus(JobState.QUEUED, current.time, metadata=metadata)
+        return JobStatus._owning(JobState.QUEUED, current.time, None, None, metadata)
 
 
 def _as_is(jm: JobManager, record: Record, status: JobStatus) -> JobStatus:

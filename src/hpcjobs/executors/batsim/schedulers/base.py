@@ -39,7 +39,7 @@ import functools
 import heapq
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from ....batsim_protocol import intervals
@@ -183,8 +183,8 @@ class Pending:
     t_submit: float
     nodes: int
     duration: float
-    #: the sched annotations last sent for it (reason_pending, t_estimate)
-    sent: dict[str, Any] = field(default_factory=dict)
+    #: the sched annotations last sent for it (reason_pending, t_estimate), if any
+    sent: Optional[dict[str, Any]] = None
 
     @property
     def key(self) -> tuple[int, float, int]:
@@ -338,8 +338,8 @@ class QueueScheduler(Scheduler):
         if t_estimate is not None and not math.isinf(t_estimate):
             wanted["t_estimate"] = t_estimate
         sent = job.sent
-        if not sent:  # a job's first annotation (most of them): all of it is new
-            update = dict(wanted)
+        if sent is None:  # a job's first annotation (most of them): all of it is new
+            update = wanted  # (neither side changes it: merging makes new dicts)
         elif wanted == sent:
             return
         else:
