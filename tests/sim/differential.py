@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import random
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from typing import Any, Optional
 
 import zmq
 
+import hpcjobs
 from hpcjobs.executors.batsim.platform import write_platform
 
 Event = dict[str, Any]
@@ -282,9 +284,13 @@ def run(case: Case, program: list[str], where: Path, timeout: float = 30.0) -> R
     sock.setsockopt(zmq.LINGER, 0)
     sock.bind(endpoint)
     prefix = where / "out"
+    # the simulator run is the hpcjobs this process imported: a relative PYTHONPATH=src
+    # would not hold from `where` and `-m hpcjobs.sim` would find the installed copy
+    path = os.pathsep.join(filter(None, [_SRC, os.environ.get("PYTHONPATH")]))
     proc = subprocess.Popen([*program, "-p", str(platform), "-w", str(workload), "-s", endpoint,
                              "-e", str(prefix), "-q", *case.flags()],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=where)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=where,
+                            env={**os.environ, "PYTHONPATH": path})
     decider = Decider(case)
     transcript: list[dict[str, Any]] = []
     replies: list[dict[str, Any]] = []
@@ -356,6 +362,7 @@ def _ptask_ends(profiles: dict[str, Any], name: str, res: int) -> list[float]:
 
 
 #: the simulators compared: real Batsim (a 'batsim' program) and hpcjobs.sim
+_SRC = str(Path(hpcjobs.__file__).resolve().parents[1])
 EMBEDDED = [sys.executable, "-m", "hpcjobs.sim", "--timeout", "60"]
 
 
