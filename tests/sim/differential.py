@@ -240,6 +240,10 @@ class Decider:
         self.free.sort()
         while self.queue and self.res[self.queue[0]] <= len(self.free):
             jid = self.queue.pop(0)
+            if not self.res[jid]:
+                # a job of res 0 (Batsim accepts one in a workload): no allocation fits it
+                out.append(_event(t, "REJECT_JOB", {"job_id": jid}))
+                continue
             alloc, self.free = self.free[:self.res[jid]], self.free[self.res[jid]:]
             self.running[jid] = alloc
             out.append(_event(t, "EXECUTE_JOB", {"job_id": jid, "alloc": _idset(alloc)}))

@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from differential import EMBEDDED, compare, make_case, run, walltime_ties
+from differential import EMBEDDED, Case, compare, make_case, run, walltime_ties
 
 SEEDS = [1, 2, 4, 5, 9, 12, 13, 15, 20, 21, 22, 23, 25, 26,
          # each disagreed until hpcjobs.sim did as Batsim: a killed job's progress written
@@ -92,6 +92,19 @@ REFUSED = {
     "empty sequence": ({"nb_res": 4, "jobs": [{"id": 1, "subtime": 0, "res": 1, "profile": "c"}],
                         "profiles": {"d": D1, "c": {"type": "composed", "seq": []}}}, "'seq'"),
     "no nb_res": ({"jobs": [{"id": 1, "subtime": 0, "res": 1, "profile": "d"}], "profiles": {"d": D1}}, "'nb_res'"),
+    "no jobs": ({"nb_res": 4, "profiles": {"d": D1}}, "'jobs' is missing"),
+    "no profiles": ({"nb_res": 4, "jobs": []}, "'profiles' is missing"),
+    # Batsim reads integers as 32-bit (rapidjson's IsInt/GetInt)
+    "64-bit job id": ({"nb_res": 4, "jobs": [{"id": 2**31, "subtime": 0, "res": 1, "profile": "d"}],
+                       "profiles": {"d": D1}}, "need a string or a 32-bit integer"),
+    "64-bit nb_res": ({"nb_res": 2**31, "jobs": [], "profiles": {"d": D1}}, "'nb_res'"),
+    "64-bit ret": ({"nb_res": 4, "jobs": [], "profiles": {"d": {**D1, "ret": 2**31}}}, "'ret'"),
+    "64-bit repeat": ({"nb_res": 4, "jobs": [], "profiles": {"d": D1, "c": {"type": "composed", "seq": ["d"],
+                                                                           "repeat": 2**31}}}, "'repeat'"),
+    "another workload's prefix": ({"nb_res": 4, "jobs": [{"id": "w1!1", "subtime": 0, "res": 1, "profile": "d"}],
+                                   "profiles": {"d": D1}}, "cannot contain a '!'"),
+    "two '!' in an id": ({"nb_res": 4, "jobs": [{"id": "w0!a!b", "subtime": 0, "res": 1, "profile": "d"}],
+                          "profiles": {"d": D1}}, "more than one '!'"),
 }
 
 
@@ -133,6 +146,31 @@ def test_workloads_batsim_refuses_are_refused_naming_the_rule(name: str, batsim:
     code, err, received = _start(EMBEDDED, tmp_path / "sim", workload)
     assert code == 1 and not received
     assert err.startswith("hpcjobs.sim: error: workload ") and "w.json" in err and words in err, err
+
+
+def _job(name: object, **fields: object) -> dict[str, object]:
+    return {"id": name, "subtime": 0, "res": 1, "profile": "d", **fields}
+
+
+#: workloads real Batsim accepts, odd as they look: hpcjobs.sim must run them the same way
+ACCEPTED = {
+    # submitted at 0 with the jobs of subtime 0, in one message; waiting times from the subtime
+    "negative subtimes": [_job("b", subtime=-1), _job("a"), _job("c", subtime=-2.5),
+                          _job("e", subtime=-1, walltime=0.5), _job("f", subtime=2)],
+    # a job id may carry its own workload's name: 'w0!1' in w0 is job 1
+    "own workload prefix": [_job("w0!1"), _job(2, subtime=1)],
+    # res 0: only a rejection fits it (the decision process rejects it)
+    "res 0": [_job("z", res=0), _job(1)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(ACCEPTED))
+def test_workloads_batsim_accepts_are_run_the_same_way(name: str, batsim: str, tmp_path: Path) -> None:
+    case = Case(0, 4, {"nb_res": 4, "jobs": ACCEPTED[name], "profiles": {"d": D1}}, False, False, 0, 0, 0, 0)
+    real = run(case, [batsim], tmp_path / "batsim")
+    ours = run(case, EMBEDDED, tmp_path / "sim")
+    assert real.returncode == 0 and real.rows, real.stderr[-2000:]
+    assert compare(real, ours) is None, compare(real, ours)
 
 
 def test_call_me_later_at_the_current_time_is_refused_by_both(batsim: str, tmp_path: Path) -> None:

@@ -98,9 +98,9 @@ def test_composed_profiles_without_loops() -> None:
     platform = parse_platform(str(INPUTS / "zero_latency_platform.xml"))
     profiles = {"d1": make_profile("d1", {"type": "delay", "delay": 1}, InputError, "t"),
                 "d2": make_profile("d2", {"type": "delay", "delay": 2}, InputError, "t")}
-    profiles["s"] = make_profile("s", {"type": "composed", "repeat": 10**12, "seq": ["d1", "d2"]}, InputError, "t")
+    profiles["s"] = make_profile("s", {"type": "composed", "repeat": 2**31 - 1, "seq": ["d1", "d2"]}, InputError, "t")
     run = Execution(platform, platform.compute[:1], profiles.__getitem__)
-    assert run.run(profiles["s"]) == (3.0 * 10**12, 0)
+    assert run.run(profiles["s"]) == (3.0 * (2**31 - 1), 0)
     assert run.progress(profiles["s"], 7.5) == {
         "profile_name": "s", "current_task_index": 5, "current_task": {"profile_name": "d2", "progress": 0.25}}
     loop = {"a": make_profile("a", {"type": "composed", "seq": ["b"]}, InputError, "t"),

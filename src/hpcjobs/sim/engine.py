@@ -156,7 +156,7 @@ class Engine:
                 self._ref(wl.name, spec.profile, 1)
             if wl.jobs:
                 self._static_left += 1
-                self._push(wl.jobs[0].subtime, _SUBMIT, index, None)
+                self._push(wl.jobs[0].submit_at, _SUBMIT, index, None)
         if workloads and not self._static_left:
             self._push(0.0, _NOTIFY, 0, None)
 
@@ -333,13 +333,13 @@ class Engine:
         wl = self.workloads[index]
         jobs = wl.jobs
         cursor = self._cursors[index]
-        when = jobs[cursor].subtime
-        while cursor < len(jobs) and jobs[cursor].subtime == when:
+        when = jobs[cursor].submit_at
+        while cursor < len(jobs) and jobs[cursor].submit_at == when:
             self._submitted(jobs[cursor])
             cursor += 1
         self._cursors[index] = cursor
         if cursor < len(jobs):
-            self._push(jobs[cursor].subtime, _SUBMIT, index, None)
+            self._push(jobs[cursor].submit_at, _SUBMIT, index, None)
             return
         self._static_left -= 1
         self._byes += 1

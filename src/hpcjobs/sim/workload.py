@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from .errors import InputError, SimError
 
@@ -20,6 +20,12 @@ PROFILE_TYPES = SIMPLE_TYPES + ("composed",)
 def _number(value: object) -> bool:
     # json accepts NaN and Infinity: no duration, size or time may be either
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _int32(value: object) -> TypeGuard[int]:
+    """An integer Batsim can hold: it reads ids, ``nb_res``, ``ret`` and ``repeat`` with
+    rapidjson's IsInt/GetInt, 32-bit (2147483648 is "not an integer" to it)."""
+    return isinstance(value, int) and not isinstance(value, bool) and -2**31 <= value < 2**31
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +55,8 @@ def make_profile(name: str, raw: object, error: type[SimError], where: str) -> P
     if kind not in PROFILE_TYPES:
         raise fail(f"has unsupported type {kind!r} (supported: {', '.join(PROFILE_TYPES)})")
     ret = raw.get("ret", 0)
-    if not isinstance(ret, int) or isinstance(ret, bool):
-        raise fail(f"has a non-integer 'ret' field ({ret!r})")
+    if not _int32(ret):
+        raise fail(f"has a non-integer 'ret' field ({ret!r}): need a 32-bit integer")
     if kind == "delay":
         delay = raw.get("delay")
         if not _number(delay):
@@ -65,8 +71,8 @@ def make_profile(name: str, raw: object, error: type[SimError], where: str) -> P
         if not isinstance(seq, list) or not seq or not all(isinstance(s, str) for s in seq):
             raise fail("needs a 'seq' field: a non-empty list of profile names")
         repeat = raw.get("repeat", 1)
-        if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
-            raise fail(f"has an invalid 'repeat' field ({repeat!r}): need an integer >= 1")
+        if not _int32(repeat) or repeat < 1:
+            raise fail(f"has an invalid 'repeat' field ({repeat!r}): need a 32-bit integer >= 1")
         return Profile(name, kind, ret, raw, seq=tuple(seq), repeat=repeat)
     cpu, com = raw.get("cpu"), raw.get("com")
     if kind == "parallel":
@@ -96,6 +102,12 @@ class WorkloadJob:
     profile: str
     raw: dict[str, Any]  # echoed in JOB_SUBMITTED, with "id" set to job_id
 
+    @property
+    def submit_at(self) -> float:
+        """When a static job is submitted: at its subtime, at 0 if that is negative
+        (Batsim's submitter only sleeps until later subtimes)."""
+        return max(self.subtime, 0.0)
+
 
 def make_job(raw: object, workload: str, error: type[SimError], where: str,
              subtime_required: bool = True) -> WorkloadJob:
@@ -103,8 +115,8 @@ def make_job(raw: object, workload: str, error: type[SimError], where: str,
     if not isinstance(raw, dict):
         raise error(f"{where}: job is not a JSON object")
     jid = raw.get("id")
-    if not isinstance(jid, (str, int)) or isinstance(jid, bool):
-        raise error(f"{where}: job has an invalid 'id' ({jid!r})")
+    if not isinstance(jid, str) and not _int32(jid):
+        raise error(f"{where}: job has an invalid 'id' ({jid!r}): need a string or a 32-bit integer")
     name = str(jid)
     full = name if "!" in name else f"{workload}!{name}"
     name = full.split("!", 1)[1]
@@ -115,11 +127,15 @@ def make_job(raw: object, workload: str, error: type[SimError], where: str,
     subtime = raw.get("subtime")
     if subtime is None and not subtime_required:
         subtime = 0.0
-    if not _number(subtime) or subtime < 0:  # type: ignore[operator]
+    # a negative subtime is accepted, as Batsim does: the job is submitted at time 0
+    # and keeps its subtime (JOB_SUBMITTED, the _jobs.csv waiting time)
+    if not _number(subtime):
         raise fail(f"has an invalid or missing 'subtime' ({subtime!r})")
     res = raw.get("res")
-    if not isinstance(res, int) or isinstance(res, bool) or res < 1:
-        raise fail(f"has an invalid or missing 'res' ({res!r}): need an integer >= 1")
+    # res 0 is accepted, as Batsim does ("a negative 'res' field" is its rule): such a
+    # job can only be rejected, no allocation matches it (engine: EXECUTE_JOB)
+    if not isinstance(res, int) or isinstance(res, bool) or res < 0:
+        raise fail(f"has an invalid or missing 'res' ({res!r}): need an integer >= 0")
     profile = raw.get("profile")
     if not isinstance(profile, str):
         raise fail(f"has an invalid or missing 'profile' ({profile!r})")
@@ -180,6 +196,25 @@ def check_composed(profiles: dict[str, Profile], error: type[SimError], where: s
         visit(name, ())
 
 
+def _check_prefixed_id(jid: str, workload: str, where: str) -> None:
+    """Batsim names jobs ``workload!name``: a file's job id may carry its own workload's
+    prefix (``w0!1`` in the first workload is job ``1``), nothing else with a '!'."""
+    prefix, _, rest = jid.partition("!")
+    if "!" in rest:
+        # Batsim: "Invalid string job identifier 'w0!a!b': should be formatted as two
+        # '!'-separated parts"
+        raise InputError(f"{where}: job {jid!r}: invalid 'id': more than one '!' "
+                         "(a job id is 'name' or 'workload!name')")
+    if prefix != workload:
+        # Batsim: "Invalid job_name 'a!b': contains a '!'"
+        raise InputError(f"{where}: job {jid!r}: invalid 'id': a job name cannot contain a '!' "
+                         f"(only this workload's own prefix {workload + '!'!r} may come before one)")
+
+
+def _absent_or(kind: str, data: dict[str, Any], key: str) -> str:
+    return "is missing (Batsim requires it, even empty)" if key not in data else f"is not {kind}"
+
+
 def parse_workload(path: str, name: str, nb_compute: int) -> Workload:
     """Read a Batsim workload JSON file; raises InputError naming the offending field."""
     where = f"workload {path}"
@@ -191,22 +226,23 @@ def parse_workload(path: str, name: str, nb_compute: int) -> Workload:
     if not isinstance(data, dict):
         raise InputError(f"{where}: not a JSON object")
     nb_res = data.get("nb_res")
-    if not isinstance(nb_res, int) or isinstance(nb_res, bool) or nb_res < 1:
-        raise InputError(f"{where}: 'nb_res' is missing or not a positive integer ({nb_res!r})")
-    raw_profiles = data.get("profiles", {})
+    if not _int32(nb_res) or nb_res < 1:
+        raise InputError(f"{where}: 'nb_res' is missing or not a positive 32-bit integer ({nb_res!r})")
+    # Batsim requires both members, even empty: "the 'profiles' object is missing",
+    # "the 'jobs' array is missing"
+    raw_profiles = data.get("profiles")
     if not isinstance(raw_profiles, dict):
-        raise InputError(f"{where}: 'profiles' is not an object")
+        raise InputError(f"{where}: 'profiles' {_absent_or('an object', data, 'profiles')}")
     profiles = {pname: make_profile(pname, praw, InputError, where) for pname, praw in raw_profiles.items()}
     check_composed(profiles, InputError, where)
-    raw_jobs = data.get("jobs", [])
+    raw_jobs = data.get("jobs")
     if not isinstance(raw_jobs, list):
-        raise InputError(f"{where}: 'jobs' is not a list")
+        raise InputError(f"{where}: 'jobs' {_absent_or('a list', data, 'jobs')}")
     jobs: list[WorkloadJob] = []
     seen: set[str] = set()
     for raw in raw_jobs:
         if isinstance(raw, dict) and "!" in str(raw.get("id", "")):
-            # Batsim: "Invalid job_name 'a!b': contains a '!'" (it names jobs workload!name)
-            raise InputError(f"{where}: job {raw['id']!r}: invalid 'id': a job name cannot contain a '!'")
+            _check_prefixed_id(str(raw["id"]), name, where)
         job = make_job(raw, name, InputError, where)
         if job.job_id in seen:
             raise InputError(f"{where}: duplicate job id {job.name!r}")
