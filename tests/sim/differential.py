@@ -49,6 +49,8 @@ class Case:
     p_reject: float
     p_call: float
     dynamic_jobs: list[tuple[float, int, dict[str, Any], float]] = field(default_factory=list)
+    #: the platform file's text; None: write_platform's zero-latency one of ``hosts`` hosts
+    platform: Optional[str] = None
 
     def flags(self) -> list[str]:
         out = []
@@ -271,7 +273,11 @@ class Run:
 
 
 def write_inputs(case: Case, where: Path) -> tuple[Path, Path]:
-    platform = write_platform(where / "platform.xml", case.hosts, 1, "1Gf")
+    platform = where / "platform.xml"
+    if case.platform is None:
+        write_platform(platform, case.hosts, 1, "1Gf")
+    else:
+        platform.write_text(case.platform)
     workload = where / "workload.json"
     workload.write_text(json.dumps(case.workload))
     return platform, workload

@@ -108,9 +108,11 @@ REFUSED = {
 }
 
 
-def _start(program: list[str], tmp: Path, workload: dict[str, object]) -> tuple[int, str, list[dict[str, object]]]:
-    """Run ``program`` on ``workload``, answering its first message with a CALL_ME_LATER
-    at the current time; exit status, stderr and the messages it sent."""
+def _start(program: list[str], tmp: Path, workload: dict[str, object],
+           platform_text: str | None = None) -> tuple[int, str, list[dict[str, object]]]:
+    """Run ``program`` on ``workload`` (and a platform of 4 hosts, or ``platform_text``),
+    answering its first message with a CALL_ME_LATER at the current time; exit status,
+    stderr and the messages it sent."""
     import json
     import subprocess
 
@@ -118,7 +120,11 @@ def _start(program: list[str], tmp: Path, workload: dict[str, object]) -> tuple[
 
     from hpcjobs.executors.batsim.platform import write_platform
     tmp.mkdir()
-    platform = write_platform(tmp / "p.xml", 4, 1, "1Gf")
+    platform = tmp / "p.xml"
+    if platform_text is None:
+        write_platform(platform, 4, 1, "1Gf")
+    else:
+        platform.write_text(platform_text)
     (tmp / "w.json").write_text(json.dumps(workload))
     ctx = zmq.Context()
     sock = ctx.socket(zmq.REP)
@@ -146,6 +152,55 @@ def test_workloads_batsim_refuses_are_refused_naming_the_rule(name: str, batsim:
     code, err, received = _start(EMBEDDED, tmp_path / "sim", workload)
     assert code == 1 and not received
     assert err.startswith("hpcjobs.sim: error: workload ") and "w.json" in err and words in err, err
+
+
+def _platform(master: str = '<host id="master_host" speed="1Gf"/>', a: str = '<host id="a" speed="1Gf"/>',
+              routes: str = '<route src="a" dst="b"><link_ctn id="l"/></route>',
+              doctype: str = '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">') -> str:
+    """A platform of hosts a and b (and the master) in one Full zone."""
+    return (f'<?xml version="1.0"?>\n{doctype}\n<platform version="4.1"><zone id="z" routing="Full">{master}{a}'
+            f'<host id="b" speed="2Gf"/><link id="l" bandwidth="1GBps" latency="0"/>{routes}</zone></platform>')
+
+
+ROLE = '<prop id="role" value="{}"/>'
+#: platforms real Batsim refuses (it aborts before its first message), and the words of
+#: hpcjobs.sim's refusal besides the file
+REFUSED_PLATFORMS = {
+    "no DOCTYPE": (_platform(doctype=""), "<!DOCTYPE platform"),
+    "another DTD": (_platform(doctype='<!DOCTYPE platform SYSTEM "simgrid.dtd">'), "<!DOCTYPE platform"),
+    "compute host of speed 0": (_platform(a='<host id="a" speed="0f"/>'), "'a' is a compute node with a non-positive"),
+    "attribute outside the DTD": (_platform(a='<host id="a" speed="1Gf" foo="1"/>'), "unknown attribute 'foo'"),
+    "cluster without suffix": (_platform(a='<cluster id="c" prefix="a" radical="0" speed="1Gf" bw="1GBps" '
+                                          'lat="0"/>', routes=""), "required attribute 'suffix'"),
+    "unknown role": (_platform(a=f'<host id="a" speed="1Gf">{ROLE.format("boss")}</host>'), "role 'boss'"),
+    "a role on master_host": (_platform(master=f'<host id="master_host" speed="1Gf">{ROLE.format("master")}</host>'),
+                              "has a role property"),
+    "two masters": (_platform(a=f'<host id="a" speed="1Gf">{ROLE.format("master")}</host>'), "two master hosts"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED_PLATFORMS))
+def test_platforms_batsim_refuses_are_refused_naming_the_rule(name: str, batsim: str, tmp_path: Path) -> None:
+    text, words = REFUSED_PLATFORMS[name]
+    workload = {"nb_res": 2, "jobs": [], "profiles": {}}
+    code, err, received = _start([batsim], tmp_path / "batsim", workload, text)
+    assert code != 0 and not received, err[-1000:]
+    code, err, received = _start(EMBEDDED, tmp_path / "sim", workload, text)
+    assert code == 1 and not received
+    assert err.startswith("hpcjobs.sim: error: platform ") and "p.xml" in err and words in err, err
+
+
+def test_a_full_zone_without_routes_is_run_like_batsim(batsim: str, tmp_path: Path) -> None:
+    """SimGrid's Full zone finds an empty route between two hosts without one: Batsim
+    runs, and a parallel task's communication between them costs nothing."""
+    profiles = {"d": D1, "ph": {"type": "parallel_homogeneous", "cpu": 2e9, "com": 1e9}}
+    jobs = [{"id": 1, "subtime": 0, "res": 2, "profile": "ph"}, {"id": 2, "subtime": 1, "res": 1, "profile": "d"}]
+    case = Case(0, 2, {"nb_res": 2, "jobs": jobs, "profiles": profiles}, False, False, 0, 0, 0, 0,
+                platform=_platform(routes=""))
+    real = run(case, [batsim], tmp_path / "batsim")
+    ours = run(case, EMBEDDED, tmp_path / "sim")
+    assert real.returncode == 0 and len(real.rows) == 2, real.stderr[-2000:]
+    assert compare(real, ours) is None, compare(real, ours)
 
 
 def _job(name: object, **fields: object) -> dict[str, object]:

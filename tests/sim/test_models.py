@@ -72,14 +72,18 @@ def test_parallel_task_on_links_with_latency() -> None:
     assert run.run(both)[0] == pytest.approx(latency + 1e9 / 48.492e6)
 
 
+#: SimGrid refuses a platform file without it
+DOCTYPE = '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">'
+
+
 def test_host_pstate_and_trace_files(tmp_path: Path) -> None:
     path = tmp_path / "p.xml"
-    path.write_text('<platform version="4.1"><zone id="z" routing="Full">'
+    path.write_text(DOCTYPE + '<platform version="4.1"><zone id="z" routing="Full">'
                     '<host id="master_host" speed="1Gf"/><host id="h" speed="2Gf,1Gf" pstate="1" core="4"/>'
                     '</zone></platform>')
     host = parse_platform(str(path)).compute[0]
     assert (host.name, host.speed, host.cores) == ("h", 1e9, 4)
-    path.write_text('<platform version="4.1"><zone id="z" routing="Full">'
+    path.write_text(DOCTYPE + '<platform version="4.1"><zone id="z" routing="Full">'
                     '<host id="master_host" speed="1Gf" availability_file="a.txt"/></zone></platform>')
     with pytest.raises(InputError, match="'availability_file'"):
         parse_platform(str(path))
@@ -87,7 +91,7 @@ def test_host_pstate_and_trace_files(tmp_path: Path) -> None:
 
 def test_platform_refuses_unsupported_routing(tmp_path: Path) -> None:
     path = tmp_path / "p.xml"
-    path.write_text('<platform version="4.1"><zone id="z" routing="Floyd"/></platform>')
+    path.write_text(DOCTYPE + '<platform version="4.1"><zone id="z" routing="Floyd"/></platform>')
     with pytest.raises(InputError, match="routing 'Floyd' is not supported"):
         parse_platform(str(path))
 
@@ -108,3 +112,13 @@ def test_composed_profiles_without_loops() -> None:
             "d": profiles["d1"]}
     with pytest.raises(InputError, match=r"contains itself \(a -> b -> a\)"):
         check_composed(loop, InputError, "t")
+
+
+def test_platform_refuses_storage_hosts(tmp_path: Path) -> None:
+    """Batsim makes a host of role storage a storage resource; hpcjobs.sim has none and
+    refuses it by name rather than count it as a compute resource."""
+    path = tmp_path / "p.xml"
+    path.write_text(DOCTYPE + '<platform version="4.1"><zone id="z" routing="Full"><host id="master_host" '
+                    'speed="1Gf"/><host id="s" speed="1Gf"><prop id="role" value="storage"/></host></zone></platform>')
+    with pytest.raises(InputError, match="host 's': role 'storage' .* is not supported"):
+        parse_platform(str(path))

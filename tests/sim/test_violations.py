@@ -161,7 +161,8 @@ def test_bad_workload(start_sim: Any, tmp_path: Path, profile: dict[str, Any], e
 
 def test_bad_platform(start_sim: Any, tmp_path: Path) -> None:
     platform = tmp_path / "p.xml"
-    platform.write_text('<?xml version="1.0"?><platform version="4.1"><zone id="z" routing="Full">'
+    platform.write_text('<?xml version="1.0"?><!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">'
+                        '<platform version="4.1"><zone id="z" routing="Full">'
                         '<host id="master_host" speed="1Gf"/><disk id="d"/></zone></platform>')
     sim = start_sim(["-p", str(platform)])
     code, err = sim.finish()

@@ -11,6 +11,7 @@ resource; compute resources are numbered in host-name order, as SimGrid lists ho
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
@@ -18,6 +19,37 @@ from . import units
 from .errors import InputError
 
 MASTER_HOST_NAME = "master_host"
+
+#: the document type SimGrid 3.32's parser requires before <platform>, with one of these
+#: two system ids exactly (any other prolog: "Unexpected character `<' in prolog", "Bad
+#: declaration <!DOCTYPE platform SYSTEM "simgrid.dtd">")
+_DOCTYPE = re.compile(rb"""<!DOCTYPE\s+platform\s+SYSTEM\s+(["'])(https://simgrid\.org/simgrid\.dtd|"""
+                      rb"""http://simgrid\.gforge\.inria\.fr/simgrid/simgrid\.dtd)\1\s*>""")
+
+#: Batsim's host roles ("" or none: a compute node)
+_ROLES = ("", "compute_node", "master", "storage")
+
+#: the attributes SimGrid 3.32's DTD (platform version 4.1) allows on the elements read
+#: here, required ones first (its parser refuses any other: "Bad attribute `foo' in
+#: `host' element start tag", "Required attribute `suffix' not set for `cluster' element")
+_ATTRIBUTES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "platform": ((), ("version",)),
+    "zone": (("id", "routing"), ()),
+    "host": (("id", "speed"), ("core", "pstate", "coordinates", "availability_file", "state_file",
+                               "speed_file")),
+    "router": (("id",), ("coordinates",)),
+    "link": (("id", "bandwidth"), ("latency", "sharing_policy", "bandwidth_file", "latency_file",
+                                   "state_file")),
+    "route": (("src", "dst"), ("symmetrical",)),
+    "zoneRoute": (("src", "dst", "gw_src", "gw_dst"), ("symmetrical",)),
+    "link_ctn": (("id",), ("direction",)),
+    "cluster": (("id", "prefix", "suffix", "radical", "speed", "bw", "lat"),
+                ("core", "sharing_policy", "topology", "topo_parameters", "bb_bw", "bb_lat",
+                 "bb_sharing_policy", "loopback_bw", "loopback_lat", "limiter_link", "router_id")),
+    "prop": (("id", "value"), ()),
+}
+_ATTRIBUTES["AS"] = _ATTRIBUTES["zone"]
+_ATTRIBUTES["ASroute"] = _ATTRIBUTES["zoneRoute"]
 
 
 @dataclass(frozen=True)
@@ -63,9 +95,10 @@ class _Cluster:
 class Platform:
     """Compute resources (by Batsim id) and the routes between any two hosts."""
 
-    def __init__(self, hosts: list[Host], master: str, where: dict[str, _Zone]) -> None:
+    def __init__(self, hosts: list[Host], master: str, where: dict[str, _Zone], path: str = "") -> None:
         self.compute = sorted((h for h in hosts if h.name != master), key=lambda h: h.name)
         self.master = master
+        self.path = path
         self._where = where
         self._route_cache: dict[tuple[str, str], list[Link]] = {}
 
@@ -81,13 +114,13 @@ class Platform:
     def _route(self, src: str, dst: str) -> list[Link]:
         zs, zd = self._where[src], self._where[dst]
         if zs is zd:
-            return _local_route(zs, src, dst)
+            return _local_route(zs, src, dst, self.path)
         ancestors_s = _ancestors(zs)
         ancestors_d = _ancestors(zd)
         common = next(z for z in ancestors_s if z in ancestors_d)
         point_s = src if zs is common else _child_towards(zs, common).name
         point_d = dst if zd is common else _child_towards(zd, common).name
-        gw_s, gw_d, links = _lookup(common, point_s, point_d)
+        gw_s, gw_d, links = _lookup(common, point_s, point_d, self.path)
         head = self.route(src, gw_s) if gw_s is not None and gw_s != src else []
         tail = self.route(gw_d, dst) if gw_d is not None and gw_d != dst else []
         return head + links + tail
@@ -109,18 +142,21 @@ def _child_towards(zone: _Zone, ancestor: _Zone) -> _Zone:
     return zone
 
 
-def _lookup(zone: _Zone, src: str, dst: str) -> tuple[str | None, str | None, list[Link]]:
+def _lookup(zone: _Zone, src: str, dst: str, path: str) -> tuple[str | None, str | None, list[Link]]:
     if (src, dst) in zone.routes:
         return zone.routes[(src, dst)]
-    raise InputError(f"platform: no route from {src!r} to {dst!r} in zone {zone.name!r}")
+    raise InputError(f"platform {path}: no route from {src!r} to {dst!r} in zone {zone.name!r}")
 
 
-def _local_route(zone: _Zone, src: str, dst: str) -> list[Link]:
+def _local_route(zone: _Zone, src: str, dst: str, path: str) -> list[Link]:
     cluster = zone.cluster
     if cluster is None:
-        if src == dst and (src, dst) not in zone.routes:
-            return []  # no loopback declared: SimGrid would refuse; we treat it as free
-        return _lookup(zone, src, dst)[2]
+        if (src, dst) not in zone.routes and (src == dst or zone.routing == "Full"):
+            # no loopback declared: SimGrid would refuse; we treat it as free. Two hosts
+            # of a Full zone without a route between them: SimGrid's FullZone finds an
+            # empty route (no link), and Batsim runs on such a platform
+            return []
+        return _lookup(zone, src, dst, path)[2]
     if src == dst:
         return [cluster.loopback] if cluster.loopback is not None else []
     links: list[Link] = []
@@ -151,11 +187,16 @@ class _Parser:
 
     def parse(self) -> Platform:
         try:
-            root = ET.parse(self.path).getroot()
+            with open(self.path, "rb") as handle:
+                data = handle.read()
+            root = ET.fromstring(data)
         except (OSError, ET.ParseError) as exc:
             raise self.fail(f"cannot read: {exc}") from None
         if root.tag != "platform":
             raise self.fail(f"root element is <{root.tag}>, expected <platform>")
+        if not _DOCTYPE.search(data, 0, data.find(b"<platform")):
+            raise self.fail('SimGrid needs <!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd"> '
+                            "(or the older http://simgrid.gforge.inria.fr/simgrid/simgrid.dtd) before <platform>")
         version = root.get("version", "")
         if not version.startswith("4"):
             raise self.fail(f"platform version {version!r} is not supported (need 4.x)")
@@ -165,18 +206,63 @@ class _Parser:
                 raise self.fail(f"unsupported element <{child.tag}> at top level")
         if len(zones) != 1:
             raise self.fail("expected exactly one top-level <zone>")
-        self.zone(zones[0], None)
-        return Platform(self.hosts, self.master(), self.where)
+        self.check_attributes(root)
+        try:
+            self.zone(zones[0], None)
+        except InputError as exc:
+            if str(exc).startswith("platform "):
+                raise
+            raise self.fail(str(exc)) from None  # a unit's error names the attribute, not the file
+        master = self.master()
+        for host in self.hosts:
+            if host.name != master and host.speed <= 0:
+                # Batsim: "host 'a' is a compute node but has an invalid (non-positive)
+                # computing speed"
+                raise self.fail(f"host {host.name!r} is a compute node with a non-positive speed ({host.speed})")
+        return Platform(self.hosts, master, self.where, self.path)
+
+    def check_attributes(self, root: ET.Element) -> None:
+        """Attributes as SimGrid's DTD wants them (see _ATTRIBUTES); SimGrid refuses the file."""
+        for elem in root.iter():
+            required, optional = _ATTRIBUTES.get(str(elem.tag), ((), None))
+            if optional is None:
+                continue  # another element: accepted or refused by name where it is read
+            for name in required:
+                if name not in elem.attrib:
+                    raise self.fail(f"<{elem.tag}> lacks the required attribute {name!r}")
+            for name in elem.attrib:
+                if name not in required and name not in optional:
+                    raise self.fail(f"<{elem.tag}> {elem.get('id', '')!r}: unknown attribute {name!r} "
+                                    f"(SimGrid allows {', '.join(required + optional)})")
 
     def master(self) -> str:
+        for host in self.hosts:
+            if host.properties["role"] not in _ROLES:
+                # Batsim: "Cannot create any role from string description 'bogus'"
+                raise self.fail(f"host {host.name!r}: role {host.properties['role']!r} is not one of "
+                                f"{', '.join(filter(None, _ROLES))}")
+            if host.properties["role"] == "storage":
+                raise self.fail(f"host {host.name!r}: role 'storage' (a storage resource) is not supported")
         by_role = [h.name for h in self.hosts
                    if (h.properties["role"] or h.zone_properties.get("role")) == "master"]
         if len(by_role) > 1:
             raise self.fail(f"several hosts have role=master: {by_role}")
+        named = next((h for h in self.hosts if h.name == MASTER_HOST_NAME), None)
+        if named is not None:
+            # Batsim adds the role master to the host named master_host (its -m default):
+            # next to a role of its own it makes "master,master", which no role is ("Cannot
+            # create any role from string description"); next to another master host,
+            # "There are two master hosts"
+            if named.properties["role"]:
+                raise self.fail(f"host {MASTER_HOST_NAME!r} has a role property "
+                                f"({named.properties['role']!r}): Batsim makes that host the master "
+                                "itself and cannot add a second role")
+            if by_role and by_role[0] != MASTER_HOST_NAME:
+                raise self.fail(f"two master hosts: {MASTER_HOST_NAME!r} (by its name) and "
+                                f"{by_role[0]!r} (role=master)")
+            return MASTER_HOST_NAME
         if by_role:
             return by_role[0]
-        if any(h.name == MASTER_HOST_NAME for h in self.hosts):
-            return MASTER_HOST_NAME
         raise self.fail("no master host (a host with <prop id=\"role\" value=\"master\"/> "
                         f"or named {MASTER_HOST_NAME!r}) for Batsim's own processes")
 
@@ -260,7 +346,7 @@ class _Parser:
     def refuse_dynamic(self, elem: ET.Element, name: str) -> None:
         """Availability, state and speed traces change the platform over time: not modelled."""
         for attr in elem.attrib:
-            if attr.endswith("_file"):
+            if attr.endswith("_file") and elem.get(attr):  # "" is no trace
                 raise self.fail(f"<{elem.tag}> {name!r}: attribute {attr!r} (a trace file) is not supported")
 
     def route(self, elem: ET.Element, zone: _Zone) -> None:
