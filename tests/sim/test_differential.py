@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from differential import EMBEDDED, Case, compare, make_case, run, walltime_ties
@@ -108,8 +109,8 @@ REFUSED = {
 }
 
 
-def _start(program: list[str], tmp: Path, workload: dict[str, object],
-           platform_text: str | None = None) -> tuple[int, str, list[dict[str, object]]]:
+def _start(program: list[str], tmp: Path, workload: dict[str, object], platform_text: str | None = None,
+           flags: tuple[str, ...] = ()) -> tuple[int, str, list[dict[str, object]]]:
     """Run ``program`` on ``workload`` (and a platform of 4 hosts, or ``platform_text``),
     answering its first message with a CALL_ME_LATER at the current time; exit status,
     stderr and the messages it sent."""
@@ -130,7 +131,7 @@ def _start(program: list[str], tmp: Path, workload: dict[str, object],
     sock = ctx.socket(zmq.REP)
     sock.bind(f"ipc://{tmp}/s")
     proc = subprocess.Popen([*program, "-p", str(platform), "-w", str(tmp / "w.json"), "-s", f"ipc://{tmp}/s",
-                             "-e", str(tmp / "out"), "-q"], stderr=subprocess.PIPE, text=True)
+                             "-e", str(tmp / "out"), "-q", *flags], stderr=subprocess.PIPE, text=True)
     received = []
     while proc.poll() is None and len(received) < 5:
         if sock.poll(100):
@@ -234,3 +235,16 @@ def test_call_me_later_at_the_current_time_is_refused_by_both(batsim: str, tmp_p
         code, err, received = _start(program, tmp_path / name, workload)
         assert code != 0 and len(received) == 1, (name, code, err[-1000:])
         assert "You asked to be awaken in the past!" in err, err[-1000:]
+
+
+def test_acknowledgements_without_dynamic_jobs_are_accepted_like_batsim(batsim: str, tmp_path: Path) -> None:
+    """Batsim runs with --acknowledge-dynamic-jobs alone: SIMULATION_BEGINS says so."""
+    workload = {"nb_res": 4, "jobs": [], "profiles": {}}
+    configs = []
+    for name, program in (("batsim", [batsim]), ("sim", EMBEDDED)):
+        code, err, received = _start(program, tmp_path / name, workload, flags=("--acknowledge-dynamic-jobs",))
+        assert len(received) == 1, (name, code, err[-1000:])  # then the CALL_ME_LATER at 0 stops both
+        events: Any = received[0]["events"]
+        configs.append(events[0]["data"]["config"])
+    assert configs[0] == configs[1]
+    assert configs[1]["dynamic-jobs-acknowledged"] and not configs[1]["dynamic-jobs-enabled"]

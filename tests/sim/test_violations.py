@@ -134,7 +134,7 @@ def test_no_reply_times_out(start_sim: Any, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("args, expected", [
     (["-E"], "unsupported Batsim option(s) -E"),
-    (["--acknowledge-dynamic-jobs"], "--acknowledge-dynamic-jobs needs --enable-dynamic-jobs"),
+    (["--enable-profile-reuse"], "--enable-profile-reuse needs --enable-dynamic-jobs"),
     (["-s", "inproc://x"], "only tcp:// and ipc://"),
     (["-w", "x.json"], "the following arguments are required: -p/--platform"),
     (["--enable-dynamic"], "unknown option(s) or argument(s): --enable-dynamic"),

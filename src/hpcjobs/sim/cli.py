@@ -84,8 +84,8 @@ def run(argv: list[str]) -> int:
                 raise InputError(f"unsupported Batsim option(s) {' '.join(names)}: hpcjobs.sim does not "
                                  "implement them (see docs/sim.md)")
             raise InputError(f"unknown option(s) or argument(s): {' '.join(unknown)}")
-        if args.acknowledge_dynamic_jobs and not args.enable_dynamic_jobs:
-            raise InputError("--acknowledge-dynamic-jobs needs --enable-dynamic-jobs")
+        # (--acknowledge-dynamic-jobs alone is accepted, as Batsim does: it only shows as
+        # dynamic-jobs-acknowledged in SIMULATION_BEGINS, registrations stay refused)
         if args.enable_profile_reuse and not args.enable_dynamic_jobs:
             raise InputError("--enable-profile-reuse needs --enable-dynamic-jobs")
         if args.protocol == "legacy":
