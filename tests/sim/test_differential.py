@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 from differential import EMBEDDED, Case, compare, make_case, run, walltime_ties
@@ -109,11 +109,18 @@ REFUSED = {
 }
 
 
+Answer = Callable[[dict[str, Any]], list[dict[str, Any]]]
+
+
+def _call_me_now(msg: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"timestamp": msg["now"], "type": "CALL_ME_LATER", "data": {"timestamp": msg["now"]}}]
+
+
 def _start(program: list[str], tmp: Path, workload: dict[str, object], platform_text: str | None = None,
-           flags: tuple[str, ...] = ()) -> tuple[int, str, list[dict[str, object]]]:
+           flags: tuple[str, ...] = (), answer: Answer = _call_me_now) -> tuple[int, str, list[dict[str, Any]]]:
     """Run ``program`` on ``workload`` (and a platform of 4 hosts, or ``platform_text``),
-    answering its first message with a CALL_ME_LATER at the current time; exit status,
-    stderr and the messages it sent."""
+    answering each message with ``answer``'s events (by default a CALL_ME_LATER at the
+    current time, which stops both simulators); exit status, stderr and the messages it sent."""
     import json
     import subprocess
 
@@ -132,13 +139,14 @@ def _start(program: list[str], tmp: Path, workload: dict[str, object], platform_
     sock.bind(f"ipc://{tmp}/s")
     proc = subprocess.Popen([*program, "-p", str(platform), "-w", str(tmp / "w.json"), "-s", f"ipc://{tmp}/s",
                              "-e", str(tmp / "out"), "-q", *flags], stderr=subprocess.PIPE, text=True)
-    received = []
-    while proc.poll() is None and len(received) < 5:
+    received: list[dict[str, Any]] = []
+    while proc.poll() is None and len(received) < 10:
         if sock.poll(100):
             msg = json.loads(sock.recv())
             received.append(msg)
-            sock.send(json.dumps({"now": msg["now"], "events": [
-                {"timestamp": msg["now"], "type": "CALL_ME_LATER", "data": {"timestamp": msg["now"]}}]}).encode())
+            sock.send(json.dumps({"now": msg["now"], "events": answer(msg)}).encode())
+            if any(e["type"] == "SIMULATION_ENDS" for e in msg["events"]):
+                break
     _, err = proc.communicate(timeout=30)
     sock.close(0)
     ctx.term()
@@ -244,7 +252,42 @@ def test_acknowledgements_without_dynamic_jobs_are_accepted_like_batsim(batsim: 
     for name, program in (("batsim", [batsim]), ("sim", EMBEDDED)):
         code, err, received = _start(program, tmp_path / name, workload, flags=("--acknowledge-dynamic-jobs",))
         assert len(received) == 1, (name, code, err[-1000:])  # then the CALL_ME_LATER at 0 stops both
-        events: Any = received[0]["events"]
-        configs.append(events[0]["data"]["config"])
+        configs.append(received[0]["events"][0]["data"]["config"])
     assert configs[0] == configs[1]
     assert configs[1]["dynamic-jobs-acknowledged"] and not configs[1]["dynamic-jobs-enabled"]
+
+
+def _execute(alloc: str, mapping: dict[str, str] | None = None) -> Answer:
+    """Execute each submitted job on ``alloc`` (with ``mapping``)."""
+    def answer(msg: dict[str, Any]) -> list[dict[str, Any]]:
+        extra = {} if mapping is None else {"mapping": mapping}
+        return [{"timestamp": msg["now"], "type": "EXECUTE_JOB", "data": {"job_id": e["data"]["job_id"],
+                                                                          "alloc": alloc, **extra}}
+                for e in msg["events"] if e["type"] == "JOB_SUBMITTED"]
+    return answer
+
+
+#: (job res, alloc, mapping) -> whether Batsim 4.2.1 runs the job: one executor per
+#: allocated resource or per mapping rank, and as many executors as the job's res
+EXECUTIONS = {
+    "alloc wider than res": (1, "0-1", None, False),
+    "alloc narrower than res": (2, "0", None, False),
+    "mapping of res ranks on fewer resources": (2, "0", {"0": "0", "1": "0"}, True),
+    "mapping of res ranks on more resources": (1, "0-1", {"0": "1"}, True),
+    "mapping with more ranks than res": (1, "0-1", {"0": "0", "1": "1"}, False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXECUTIONS))
+def test_executors_must_number_the_jobs_res_as_in_batsim(name: str, batsim: str, tmp_path: Path) -> None:
+    res, alloc, mapping, runs = EXECUTIONS[name]
+    workload = {"nb_res": 4, "jobs": [{"id": 1, "subtime": 0, "res": res, "profile": "p"}],
+                "profiles": {"p": {"type": "parallel_homogeneous", "cpu": 1e9, "com": 0}}}
+    results = {}
+    for who, program in (("batsim", [batsim]), ("sim", EMBEDDED)):
+        code, err, received = _start(program, tmp_path / who, workload, answer=_execute(alloc, mapping))
+        results[who] = (code == 0, [[e["type"] for e in m["events"]] for m in received], err)
+    assert results["batsim"][:2] == results["sim"][:2], results
+    assert results["sim"][0] is runs, results["sim"][2]
+    if not runs:  # Batsim aborts on the EXECUTE_JOB; hpcjobs.sim names the rule
+        assert "Batsim refuses a different number of executors" in results["sim"][2]

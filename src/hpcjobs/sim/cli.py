@@ -105,6 +105,9 @@ def run(argv: list[str]) -> int:
         options = Options(args.enable_dynamic_jobs, args.acknowledge_dynamic_jobs, args.enable_profile_reuse,
                           args.forward_profiles_on_submission, args.sched_cfg)
         channel = open_channel(args.protocol, args.socket_endpoint, args.timeout, args.redis_url)
+        if args.protocol != "json":
+            # Batsim 4.2.1's rule on allocation sizes (Options) stays with its protocol
+            options = dataclasses.replace(options, executors_match_res=False)
         if args.protocol == "legacy":
             options = dataclasses.replace(options, forward_profiles=True)  # profile_<id> in Redis
         engine = None

@@ -63,6 +63,11 @@ class Options:
     #: asked (EDC hello); it always describes each host's cores and speed
     forward_profiles_on_begins: bool = True
     host_details: bool = False
+    #: Batsim 4.2.1 (JSON protocol) runs a job on exactly ``res`` executors: one per
+    #: allocated resource, or per rank of a 'mapping' ("The job requires 2 machines but
+    #: only 1 were given", "the custom mapping size (2) does not match the job requested
+    #: number of machines (1)"); the other protocol generations are not held to it
+    executors_match_res: bool = True
 
 
 class _Call:
@@ -450,6 +455,12 @@ class Engine:
         mapping = data.get("mapping")
         if mapping is not None:
             hosts = self._map(jid, mapping, hosts)
+        if self.options.executors_match_res and len(hosts) != job.spec.res:
+            what = (f"its 'mapping' has {len(hosts)} ranks" if mapping is not None else
+                    f"its allocation {alloc_text!r} has {len(hosts)} resources (a 'mapping' of "
+                    f"{job.spec.res} ranks may place the executors)")
+            raise ProtocolViolation(f"EXECUTE_JOB {jid!r}: the job requests {job.spec.res} resources but "
+                                    f"{what}: Batsim refuses a different number of executors")
         lookup = self._lookup(job.spec.workload)
         profile = lookup(job.spec.profile)
         execution = Execution(self.platform, hosts, lookup)

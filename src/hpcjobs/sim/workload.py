@@ -255,7 +255,7 @@ def parse_workload(path: str, name: str, nb_compute: int) -> Workload:
                              f"of executors of its 'parallel' profile {job.profile!r} ({executors}): "
                              "Batsim refuses the workload")
         # (a job wider than the platform is accepted, as Batsim does: the decision
-        # process may give it fewer resources, or reject it)
+        # process may run its executors on fewer resources with a 'mapping', or reject it)
         jobs.append(job)
     # Batsim submits the jobs of one instant in the order of their ids (as strings)
     jobs.sort(key=lambda j: (j.subtime, j.name))
