@@ -185,6 +185,10 @@ REFUSED_PLATFORMS = {
     "a role on master_host": (_platform(master=f'<host id="master_host" speed="1Gf">{ROLE.format("master")}</host>'),
                               "has a role property"),
     "two masters": (_platform(a=f'<host id="a" speed="1Gf">{ROLE.format("master")}</host>'), "two master hosts"),
+    "a host after a route": (_platform(routes='<route src="a" dst="b"><link_ctn id="l"/></route><host id="c" '
+                                              'speed="1Gf"/>'), "<host> after <route>"),
+    "a zone property after a host": (_platform(a='<host id="a" speed="1Gf"/><prop id="k" value="v"/>'),
+                                     "<prop> after <host>"),
 }
 
 

@@ -26,6 +26,13 @@ MASTER_HOST_NAME = "master_host"
 _DOCTYPE = re.compile(rb"""<!DOCTYPE\s+platform\s+SYSTEM\s+(["'])(https://simgrid\.org/simgrid\.dtd|"""
                       rb"""http://simgrid\.gforge\.inria\.fr/simgrid/simgrid\.dtd)\1\s*>""")
 
+#: the order SimGrid's DTD imposes on the children of <platform> and of a zone: the
+#: element of a lower rank cannot follow one of a higher rank
+_PLATFORM_ORDER = ({"config": 0, "zone": 1, "AS": 1}, "<config> first, then the <zone>")
+_ZONE_ORDER = ({"prop": 0, "zone": 1, "AS": 1, "cluster": 1, "host": 1, "link": 1, "router": 1,
+                "route": 2, "zoneRoute": 2, "ASroute": 2},
+               "its <prop>s first, then hosts, links, routers, clusters and zones, then routes")
+
 #: Batsim's host roles ("" or none: a compute node)
 _ROLES = ("", "compute_node", "master", "storage")
 
@@ -169,6 +176,12 @@ def _local_route(zone: _Zone, src: str, dst: str, path: str) -> list[Link]:
     return links
 
 
+def _label(elem: ET.Element) -> str:
+    """``<host> 'a'`` for messages (the tag alone when the element has no id)."""
+    ident = elem.get("id")
+    return f"<{elem.tag}>" if ident is None else f"<{elem.tag}> {ident!r}"
+
+
 class _Parser:
     def __init__(self, path: str) -> None:
         self.path = path
@@ -204,6 +217,7 @@ class _Parser:
         for child in root:
             if child.tag not in ("zone", "AS", "config"):
                 raise self.fail(f"unsupported element <{child.tag}> at top level")
+        self.check_order(root, _PLATFORM_ORDER)
         if len(zones) != 1:
             raise self.fail("expected exactly one top-level <zone>")
         self.check_attributes(root)
@@ -232,8 +246,21 @@ class _Parser:
                     raise self.fail(f"<{elem.tag}> lacks the required attribute {name!r}")
             for name in elem.attrib:
                 if name not in required and name not in optional:
-                    raise self.fail(f"<{elem.tag}> {elem.get('id', '')!r}: unknown attribute {name!r} "
+                    raise self.fail(f"{_label(elem)}: unknown attribute {name!r} "
                                     f"(SimGrid allows {', '.join(required + optional)})")
+
+    def check_order(self, elem: ET.Element, order: tuple[dict[str, int], str]) -> None:
+        """Children in the order SimGrid's DTD gives (``order``: tag -> rank, and its
+        description); SimGrid refuses the file otherwise ("Starting tag <host> is not
+        allowed here")."""
+        ranks, description = order
+        rank, previous = 0, ""
+        for child in elem:
+            this = ranks.get(str(child.tag), rank)  # other tags: refused by name elsewhere
+            if this < rank:
+                raise self.fail(f"{_label(elem)}: <{child.tag}> after <{previous}> "
+                                f"(SimGrid wants {description})")
+            rank, previous = this, str(child.tag)
 
     def master(self) -> str:
         for host in self.hosts:
@@ -308,6 +335,7 @@ class _Parser:
             raise self.fail(f"zone {name!r}: routing {routing!r} is not supported (Full, None)")
         zone = _Zone(name, parent, routing, self.props(elem))
         self.where[name] = zone
+        self.check_order(elem, _ZONE_ORDER)
         for child in elem:
             tag = child.tag
             if tag == "prop":
