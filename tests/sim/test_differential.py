@@ -241,6 +241,19 @@ def test_workloads_batsim_accepts_are_run_the_same_way(name: str, batsim: str, t
     assert compare(real, ours) is None, compare(real, ours)
 
 
+def test_floats_are_echoed_as_batsim_prints_them(batsim: str, tmp_path: Path) -> None:
+    """Batsim echoes every float of a job or profile description rounded to six
+    decimals (SIMULATION_BEGINS' profiles, JOB_SUBMITTED's job), integers as they are."""
+    profiles = {"d": {"type": "delay", "delay": 1.23456789, "note": [1e-9, {"x": 7.77777777}], "n": 5}}
+    jobs = [_job(1, subtime=0.1234567, walltime=100.1234567, extra={"y": [2.5e-7, 3]}, profile="d")]
+    case = Case(0, 4, {"nb_res": 4, "jobs": jobs, "profiles": profiles}, False, False, 0, 0, 0, 0)
+    real = run(case, [batsim], tmp_path / "batsim")
+    ours = run(case, EMBEDDED, tmp_path / "sim")
+    assert real.returncode == 0 and real.rows, real.stderr[-2000:]
+    assert compare(real, ours) is None, compare(real, ours)
+    assert ours.transcript[0]["events"][0]["data"]["profiles"]["w0"]["d"]["note"] == [0.0, {"x": 7.777778}]
+
+
 def test_call_me_later_at_the_current_time_is_refused_by_both(batsim: str, tmp_path: Path) -> None:
     workload = {"nb_res": 4, "jobs": [{"id": 1, "subtime": 0, "res": 1, "profile": "d"}], "profiles": {"d": D1}}
     for name, program in (("batsim", [batsim]), ("sim", EMBEDDED)):

@@ -6,8 +6,10 @@ process's REGISTER_PROFILE / REGISTER_JOB (ProtocolViolation).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -28,6 +30,19 @@ def _int32(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and -2**31 <= value < 2**31
 
 
+def _printed(value: Any) -> Any:
+    """``value`` with every float in it as Batsim echoes job and profile descriptions:
+    rounded to six decimals, like "%f" (1.23456789 -> 1.234568, 1e-9 -> 0.0); integers
+    and strings as they are."""
+    if isinstance(value, float):
+        return float(f"{value:f}")
+    if isinstance(value, dict):
+        return {key: _printed(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_printed(item) for item in value]
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Profile:
     """One profile; ``raw`` is the description exactly as given (echoed in messages)."""
@@ -35,7 +50,7 @@ class Profile:
     name: str
     kind: str
     ret: int
-    raw: dict[str, Any]
+    raw: dict[str, Any]  # as Batsim echoes it: floats to six decimals
     delay: float = 0.0
     cpu: tuple[float, ...] = ()
     com: tuple[float, ...] = ()
@@ -51,6 +66,12 @@ def make_profile(name: str, raw: object, error: type[SimError], where: str) -> P
 
     if not isinstance(raw, dict):
         raise fail("is not a JSON object")
+    profile = _checked_profile(name, raw, fail)
+    # the run uses the numbers as given; messages show them as Batsim prints them
+    return dataclasses.replace(profile, raw=_printed(raw))
+
+
+def _checked_profile(name: str, raw: dict[str, Any], fail: Callable[[str], SimError]) -> Profile:
     kind = raw.get("type")
     if kind not in PROFILE_TYPES:
         raise fail(f"has unsupported type {kind!r} (supported: {', '.join(PROFILE_TYPES)})")
@@ -144,8 +165,13 @@ def make_job(raw: object, workload: str, error: type[SimError], where: str,
         raise fail(f"has an invalid 'walltime' ({walltime!r}): need a number > 0, or -1 for none")
     echoed = raw  # ours (freshly parsed): no copy, 100k-job workloads must stay small
     echoed["id"] = full
+    for key, value in echoed.items():
+        if type(value) is not int and type(value) is not str:
+            # Batsim echoes floats as it printed them ("%f": six decimals), the
+            # subtime too (the run uses it as given)
+            echoed[key] = _printed(value)
     if walltime != -1:
-        # Batsim echoes the walltime as it printed it ("%f": six decimals)
+        # and the walltime always so, an integer one too
         echoed["walltime"] = float(f"{walltime:f}")
     assert isinstance(subtime, (int, float)) and isinstance(walltime, (int, float))
     return WorkloadJob(full, workload, name, float(subtime), float(walltime), res, profile, echoed)
@@ -259,4 +285,4 @@ def parse_workload(path: str, name: str, nb_compute: int) -> Workload:
         jobs.append(job)
     # Batsim submits the jobs of one instant in the order of their ids (as strings)
     jobs.sort(key=lambda j: (j.subtime, j.name))
-    return Workload(name, path, jobs, profiles, raw_profiles)
+    return Workload(name, path, jobs, profiles, {pname: prof.raw for pname, prof in profiles.items()})
