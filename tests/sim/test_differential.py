@@ -308,3 +308,33 @@ def test_executors_must_number_the_jobs_res_as_in_batsim(name: str, batsim: str,
     assert results["sim"][0] is runs, results["sim"][2]
     if not runs:  # Batsim aborts on the EXECUTE_JOB; hpcjobs.sim names the rule
         assert "Batsim refuses a different number of executors" in results["sim"][2]
+
+
+def _register_wide_job(then: list[dict[str, Any]]) -> Answer:
+    """Register a job of res 8 (on a platform of 4) and do ``then`` with it."""
+    def answer(msg: dict[str, Any]) -> list[dict[str, Any]]:
+        if msg["events"][0]["type"] != "SIMULATION_BEGINS":
+            return []
+        now = msg["now"]
+        return [{"timestamp": now, "type": kind, "data": data} for kind, data in [
+            ("REGISTER_PROFILE", {"workload_name": "dyn", "profile_name": "p", "profile": D1}),
+            ("REGISTER_JOB", {"job_id": "dyn!1", "job": {"id": "dyn!1", "subtime": 0, "res": 8, "profile": "p"}}),
+            *then, ("NOTIFY", {"type": "registration_finished"})]]
+    return answer
+
+
+@pytest.mark.parametrize("then", ["reject", "map"])
+def test_a_registered_job_wider_than_the_platform_is_accepted_like_batsim(then: str, batsim: str,
+                                                                          tmp_path: Path) -> None:
+    """Batsim registers a job of more resources than the platform has: the decision
+    process may reject it, or run its 8 executors on the 4 hosts with a mapping."""
+    decision = (("REJECT_JOB", {"job_id": "dyn!1"}) if then == "reject" else
+                ("EXECUTE_JOB", {"job_id": "dyn!1", "alloc": "0-3", "mapping": {str(i): str(i % 4) for i in range(8)}}))
+    workload = {"nb_res": 4, "jobs": [], "profiles": {}}
+    results = []
+    for who, program in (("batsim", [batsim]), ("sim", EMBEDDED)):
+        code, err, received = _start(program, tmp_path / who, workload, flags=("--enable-dynamic-jobs",),
+                                     answer=_register_wide_job([decision]))
+        assert code == 0, (who, err[-1000:])
+        results.append(received[1:])  # (SIMULATION_BEGINS names the run's own files)
+    assert results[0] == results[1] and results[0]

@@ -83,10 +83,11 @@ CASES: dict[str, tuple[list[Reply], str, tuple[str, ...], list[dict[str, Any]] |
     "duplicate job": ([at_now(REG_P, reg_job("x"), reg_job("x"))], "duplicate job id 'dyn!x'", DYN, None),
     "duplicate profile": ([at_now(REG_P, REG_P)], "duplicate profile 'p'", DYN, None),
     "unknown profile": ([at_now(reg_job("x"))], "unknown profile 'p'", DYN, None),
-    "more resources than the platform": (
+    "more executors than the job's res": (
         [at_now(REG_P, ("REGISTER_JOB", {"job_id": "dyn!x", "job": {"id": "dyn!x", "subtime": 0, "res": 5,
-                                                                    "profile": "p"}}))],
-        "requests 5 resources but the platform has 4", DYN, None),
+                                                                    "profile": "p"}}),
+                ("EXECUTE_JOB", {"job_id": "dyn!x", "alloc": "0-3"}))],
+        "the job requests 5 resources but its allocation '0-3' has 4", DYN, None),
     "registration without the flag": ([at_now(REG_P)], "--enable-dynamic-jobs", (), None),
     "subtime is required": (
         [at_now(REG_P, ("REGISTER_JOB", {"job_id": "dyn!x", "job": {"id": "dyn!x", "res": 1, "profile": "p"}}))],

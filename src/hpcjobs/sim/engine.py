@@ -617,9 +617,8 @@ class Engine:
         spec = make_job(raw, workload, ProtocolViolation, "REGISTER_JOB")
         if jid in self.jobs:
             raise ProtocolViolation(f"REGISTER_JOB: duplicate job id {jid!r}")
-        if spec.res > len(self._busy):
-            raise ProtocolViolation(f"REGISTER_JOB {jid!r}: requests {spec.res} resources but the platform "
-                                    f"has {len(self._busy)} compute resources")
+        # (a job wider than the platform is registered, as Batsim does: the decision
+        # process may reject it, or map its res executors on fewer resources)
         if spec.profile not in self._profiles.get(workload, {}):
             raise self._missing_profile(workload, spec.profile)
         self._ref(workload, spec.profile, 1)
