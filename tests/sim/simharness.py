@@ -50,9 +50,11 @@ class Sim:
         self.tmp = tmp
         self.prefix = str(tmp / "out")
         self.dp = DecisionProcess(endpoint or f"ipc://{tmp}/dp.sock")
+        # the endpoint and prefix unless the test gives its own (an option given twice
+        # is refused, as by Batsim)
+        own = [*(["-s", self.dp.endpoint] if "-s" not in args else []), *(["-e", self.prefix] if "-e" not in args else [])]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "hpcjobs.sim", "-s", self.dp.endpoint, "-e", self.prefix, "-q",
-             "--timeout", "60", *args],
+            [sys.executable, "-m", "hpcjobs.sim", *own, "-q", "--timeout", "60", *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def begin(self) -> dict[str, Any]:

@@ -338,3 +338,15 @@ def test_a_registered_job_wider_than_the_platform_is_accepted_like_batsim(then: 
         assert code == 0, (who, err[-1000:])
         results.append(received[1:])  # (SIMULATION_BEGINS names the run's own files)
     assert results[0] == results[1] and results[0]
+
+
+@pytest.mark.parametrize("flags", [("-q",), ("--enable-dynamic-jobs", "--enable-dynamic-jobs"),
+                                   ("--sched-cfg", "a", "--sched-cfg", "b")])
+def test_an_option_given_twice_is_refused_like_batsim(flags: tuple[str, ...], batsim: str, tmp_path: Path) -> None:
+    """Batsim's docopt refuses a second -q (_start gives one), --enable-dynamic-jobs or
+    --sched-cfg ("Unexpected argument"); argparse would keep the last one."""
+    workload = {"nb_res": 4, "jobs": [], "profiles": {}}
+    code, err, received = _start([batsim], tmp_path / "batsim", workload, flags=flags)
+    assert code != 0 and not received and "Unexpected argument" in err, err[-1000:]
+    code, err, received = _start(EMBEDDED, tmp_path / "sim", workload, flags=flags)
+    assert code == 1 and not received and "given more than once" in err, err

@@ -39,21 +39,36 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(message)
 
 
+class _Once(argparse.Action):
+    """A Batsim option that may be given once: Batsim's docopt refuses a second
+    ``-e`` (or ``--enable-dynamic-jobs``, ...) with "Unexpected argument" where argparse
+    would keep the last. ``nargs=0``: a flag."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        given: set[str] = namespace.__dict__.setdefault("_given", set())
+        if self.dest in given:
+            raise InputError(f"option {'/'.join(self.option_strings)} given more than once (Batsim accepts "
+                             "it once)")
+        given.add(self.dest)
+        setattr(namespace, self.dest, True if self.nargs == 0 else values)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="hpcjobs-sim", allow_abbrev=False,
         description="A Batsim-compatible job-scheduling simulator (JSON or batprotocol over ZeroMQ).")
-    parser.add_argument("-p", "--platform", required=True, help="SimGrid platform file (XML, version 4.1)")
+    parser.add_argument("-p", "--platform", required=True, action=_Once,
+                        help="SimGrid platform file (XML, version 4.1)")
     parser.add_argument("-w", "--workload", action="append", default=[], help="Batsim workload (JSON); repeatable")
-    parser.add_argument("-s", "--socket-endpoint", default="tcp://localhost:28000",
+    parser.add_argument("-s", "--socket-endpoint", default="tcp://localhost:28000", action=_Once,
                         help="decision process endpoint (tcp:// or ipc://), default %(default)s")
-    parser.add_argument("-e", "--export", default="out", help="output prefix, default %(default)s")
-    parser.add_argument("--enable-dynamic-jobs", action="store_true")
-    parser.add_argument("--acknowledge-dynamic-jobs", action="store_true")
-    parser.add_argument("--enable-profile-reuse", action="store_true")
-    parser.add_argument("--forward-profiles-on-submission", action="store_true")
-    parser.add_argument("--sched-cfg", default="", help="string forwarded as config.sched-config")
-    parser.add_argument("-q", "--quiet", action="store_true", help="only report errors")
+    parser.add_argument("-e", "--export", default="out", action=_Once, help="output prefix, default %(default)s")
+    for flag in ("--enable-dynamic-jobs", "--acknowledge-dynamic-jobs", "--enable-profile-reuse",
+                 "--forward-profiles-on-submission"):
+        parser.add_argument(flag, action=_Once, nargs=0, default=False)
+    parser.add_argument("--sched-cfg", default="", action=_Once, help="string forwarded as config.sched-config")
+    parser.add_argument("-q", "--quiet", action=_Once, nargs=0, default=False, help="only report errors")
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="(not in Batsim) give up when a reply takes longer than this many "
                              "wall-clock seconds; 0 waits forever. Default %(default)s")
