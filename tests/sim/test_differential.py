@@ -165,10 +165,11 @@ def test_workloads_batsim_refuses_are_refused_naming_the_rule(name: str, batsim:
 
 def _platform(master: str = '<host id="master_host" speed="1Gf"/>', a: str = '<host id="a" speed="1Gf"/>',
               routes: str = '<route src="a" dst="b"><link_ctn id="l"/></route>',
-              doctype: str = '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">') -> str:
+              doctype: str = '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">',
+              link: str = '<link id="l" bandwidth="1GBps" latency="0"/>') -> str:
     """A platform of hosts a and b (and the master) in one Full zone."""
     return (f'<?xml version="1.0"?>\n{doctype}\n<platform version="4.1"><zone id="z" routing="Full">{master}{a}'
-            f'<host id="b" speed="2Gf"/><link id="l" bandwidth="1GBps" latency="0"/>{routes}</zone></platform>')
+            f'<host id="b" speed="2Gf"/>{link}{routes}</zone></platform>')
 
 
 ROLE = '<prop id="role" value="{}"/>'
@@ -189,6 +190,17 @@ REFUSED_PLATFORMS = {
                                               'speed="1Gf"/>'), "<host> after <route>"),
     "a zone property after a host": (_platform(a='<host id="a" speed="1Gf"/><prop id="k" value="v"/>'),
                                      "<prop> after <host>"),
+    "a zone after a host": (_platform(a='<host id="a" speed="1Gf"/><zone id="y" routing="None"/>'),
+                            "<zone> after <host>"),
+    "a link without latency": (_platform(link='<link id="l" bandwidth="1GBps"/>'), "required attribute 'latency'"),
+    "a space before the unit": (_platform(a='<host id="a" speed="1 Gf"/>'), "'1 Gf' is not a number"),
+    "a route to no host": (_platform(routes='<route src="a" dst="zz"><link_ctn id="l"/></route>'),
+                           "dst='zz' names no host"),
+    "symmetrical=maybe": (_platform(routes='<route src="a" dst="b" symmetrical="maybe"><link_ctn id="l"/></route>'),
+                          "symmetrical='maybe' is not one of"),
+    "a SPLITDUPLEX link by its plain name": (
+        _platform(link='<link id="l" bandwidth="1GBps" latency="0" sharing_policy="SPLITDUPLEX"/>'),
+        "the SPLITDUPLEX link 'l' is l_UP and l_DOWN"),
 }
 
 
@@ -350,3 +362,18 @@ def test_an_option_given_twice_is_refused_like_batsim(flags: tuple[str, ...], ba
     assert code != 0 and not received and "Unexpected argument" in err, err[-1000:]
     code, err, received = _start(EMBEDDED, tmp_path / "sim", workload, flags=flags)
     assert code == 1 and not received and "given more than once" in err, err
+
+
+def test_core_counts_are_read_as_simgrid_reads_integers(batsim: str, tmp_path: Path) -> None:
+    """SimGrid reads core="2.9" as 2 cores (std::stoi): two executors mapped on that
+    host then compute side by side, 1 s for 1 Gflop each at 1 Gflop/s."""
+    workload = {"nb_res": 2, "jobs": [{"id": 1, "subtime": 0, "res": 2, "profile": "p"}],
+                "profiles": {"p": {"type": "parallel_homogeneous", "cpu": 1e9, "com": 0}}}
+    text = _platform(a='<host id="a" speed="1Gf" core="2.9"/>')
+    results = []
+    for who, program in (("batsim", [batsim]), ("sim", EMBEDDED)):
+        code, err, received = _start(program, tmp_path / who, workload, text,
+                                     answer=_execute("0", {"0": "0", "1": "0"}))
+        assert code == 0, (who, err[-1000:])
+        results.append(received[1:])
+    assert results[0] == results[1] and results[0][-2]["now"] == 1.0

@@ -122,3 +122,13 @@ def test_platform_refuses_storage_hosts(tmp_path: Path) -> None:
                     'speed="1Gf"/><host id="s" speed="1Gf"><prop id="role" value="storage"/></host></zone></platform>')
     with pytest.raises(InputError, match="host 's': role 'storage' .* is not supported"):
         parse_platform(str(path))
+
+
+def test_platform_refuses_a_link_without_bandwidth(tmp_path: Path) -> None:
+    """SimGrid takes a link of bandwidth 0 but never completes a transfer over it (Batsim
+    deadlocks mid-run); hpcjobs.sim refuses the platform (it divided by zero)."""
+    path = tmp_path / "p.xml"
+    path.write_text(DOCTYPE + '<platform version="4.1"><zone id="z" routing="Full"><host id="master_host" '
+                    'speed="1Gf"/><link id="l" bandwidth="0Bps" latency="0"/></zone></platform>')
+    with pytest.raises(InputError, match="link 'l' bandwidth: '0Bps' is not a positive bandwidth"):
+        parse_platform(str(path))

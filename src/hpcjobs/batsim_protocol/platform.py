@@ -29,9 +29,16 @@ _DOCTYPE = re.compile(rb"""<!DOCTYPE\s+platform\s+SYSTEM\s+(["'])(https://simgri
 #: the order SimGrid's DTD imposes on the children of <platform> and of a zone: the
 #: element of a lower rank cannot follow one of a higher rank
 _PLATFORM_ORDER = ({"config": 0, "zone": 1, "AS": 1}, "<config> first, then the <zone>")
-_ZONE_ORDER = ({"prop": 0, "zone": 1, "AS": 1, "cluster": 1, "host": 1, "link": 1, "router": 1,
-                "route": 2, "zoneRoute": 2, "ASroute": 2},
-               "its <prop>s first, then hosts, links, routers, clusters and zones, then routes")
+#: a zone holds, after its <prop>s, either hosts, links and routers then routes, or
+#: (when its first element is one) zones, clusters and links then zoneRoutes
+_HOSTS_ZONE = ({"prop": 0, "host": 1, "link": 1, "router": 1, "route": 2},
+               "its <prop>s, then hosts, links and routers, then routes")
+_ZONES_ZONE = ({"prop": 0, "zone": 1, "AS": 1, "cluster": 1, "link": 1, "zoneRoute": 2, "ASroute": 2},
+               "a zone whose first element is a zone or cluster: its <prop>s, then zones, clusters "
+               "and links, then zoneRoutes")
+_ZONE_TAGS = {tag for order in (_HOSTS_ZONE, _ZONES_ZONE) for tag in order[0]}
+
+_STOI = re.compile(r"\s*([+-]?\d+)")
 
 #: Batsim's host roles ("" or none: a compute node)
 _ROLES = ("", "compute_node", "master", "storage")
@@ -57,6 +64,9 @@ _ATTRIBUTES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 _ATTRIBUTES["AS"] = _ATTRIBUTES["zone"]
 _ATTRIBUTES["ASroute"] = _ATTRIBUTES["zoneRoute"]
+#: the values the DTD enumerates (another is a "Bad attribute" to SimGrid's parser)
+_VALUES = {"symmetrical": ("YES", "NO", "yes", "no"), "direction": ("UP", "DOWN", "NONE")}
+_LINK_POLICIES = ("SHARED", "SPLITDUPLEX", "FATPIPE", "WIFI")
 
 
 @dataclass(frozen=True)
@@ -187,6 +197,7 @@ class _Parser:
         self.path = path
         self.hosts: list[Host] = []
         self.links: dict[str, Link] = {}
+        self.splitduplex: set[str] = set()  # links declared SPLITDUPLEX
         self.where: dict[str, _Zone] = {}
 
     def fail(self, message: str) -> InputError:
@@ -244,7 +255,10 @@ class _Parser:
             for name in required:
                 if name not in elem.attrib:
                     raise self.fail(f"<{elem.tag}> lacks the required attribute {name!r}")
-            for name in elem.attrib:
+            for name, value in elem.attrib.items():
+                allowed = _LINK_POLICIES if (elem.tag, name) == ("link", "sharing_policy") else _VALUES.get(name)
+                if allowed is not None and value not in allowed:
+                    raise self.fail(f"{_label(elem)}: {name}={value!r} is not one of {', '.join(allowed)}")
                 if name not in required and name not in optional:
                     raise self.fail(f"{_label(elem)}: unknown attribute {name!r} "
                                     f"(SimGrid allows {', '.join(required + optional)})")
@@ -256,7 +270,10 @@ class _Parser:
         ranks, description = order
         rank, previous = 0, ""
         for child in elem:
-            this = ranks.get(str(child.tag), rank)  # other tags: refused by name elsewhere
+            tag = str(child.tag)
+            if tag not in ranks and tag not in _ZONE_TAGS and tag != "config":
+                continue  # refused by name where it is read
+            this = ranks.get(tag, -1)
             if this < rank:
                 raise self.fail(f"{_label(elem)}: <{child.tag}> after <{previous}> "
                                 f"(SimGrid wants {description})")
@@ -300,9 +317,12 @@ class _Parser:
         policy = elem.get("sharing_policy", "SHARED")
         if policy not in ("SHARED", "FATPIPE", "SPLITDUPLEX"):
             raise self.fail(f"link {name!r}: unsupported sharing_policy {policy!r}")
+        if policy == "SPLITDUPLEX":
+            self.splitduplex.add(name)
+        # (no latency is SimGrid's "cannot parse number": the attribute is needed)
         return Link(name,
                     units.bandwidth(self.attr(elem, "bandwidth"), f"link {name!r} bandwidth"),
-                    units.duration(elem.get("latency", "0"), f"link {name!r} latency"),
+                    units.duration(self.attr(elem, "latency"), f"link {name!r} latency"),
                     fatpipe=policy == "FATPIPE")
 
     def add_host(self, name: str, speed: float, cores: int, props: dict[str, str], zone: _Zone) -> None:
@@ -319,12 +339,17 @@ class _Parser:
             if ctn.tag != "link_ctn":
                 raise self.fail(f"unsupported element <{ctn.tag}> in <{elem.tag}>")
             lid = self.attr(ctn, "id")
-            if lid not in self.links:
-                # SPLITDUPLEX links are referenced as id_UP / id_DOWN
-                base = lid.rsplit("_", 1)[0]
-                if base not in self.links:
-                    raise self.fail(f"<{elem.tag}> uses unknown link {lid!r}")
+            direction = ctn.get("direction", "NONE")
+            if direction != "NONE":
+                lid = f"{lid}_{direction}"
+            # as in SimGrid, a SPLITDUPLEX link 'l' is two links 'l_UP' and 'l_DOWN' (named so,
+            # or by direction="UP"): 'l' alone, or l_UP of another link, is "Link not found"
+            base, _, half = lid.rpartition("_")
+            if half in ("UP", "DOWN") and base in self.splitduplex:
                 lid = base
+            elif lid not in self.links or lid in self.splitduplex:
+                raise self.fail(f"<{elem.tag}> uses unknown link {lid!r}" + (
+                    f" (the SPLITDUPLEX link {lid!r} is {lid}_UP and {lid}_DOWN)" if lid in self.splitduplex else ""))
             links.append(self.links[lid])
         return links
 
@@ -335,7 +360,8 @@ class _Parser:
             raise self.fail(f"zone {name!r}: routing {routing!r} is not supported (Full, None)")
         zone = _Zone(name, parent, routing, self.props(elem))
         self.where[name] = zone
-        self.check_order(elem, _ZONE_ORDER)
+        first = next((str(c.tag) for c in elem if c.tag != "prop"), "")
+        self.check_order(elem, _ZONES_ZONE if first in ("zone", "AS", "cluster") else _HOSTS_ZONE)
         for child in elem:
             tag = child.tag
             if tag == "prop":
@@ -366,10 +392,13 @@ class _Parser:
                 raise self.fail(f"zone {name!r}: unsupported element <{tag}>")
 
     def integer(self, elem: ET.Element, attr: str, default: str, name: str, minimum: int) -> int:
+        """An integer as SimGrid reads one (std::stoi): leading blanks, a sign, digits,
+        and whatever follows ignored: core="2.9" is 2 cores, "0x2" is 0."""
         text = elem.get(attr, default)
-        if not text.isdigit() or int(text) < minimum:
+        match = _STOI.match(text)
+        if match is None or int(match.group(1)) < minimum:
             raise self.fail(f"{name!r}: {attr}={text!r} is not an integer >= {minimum}")
-        return int(text)
+        return int(match.group(1))
 
     def refuse_dynamic(self, elem: ET.Element, name: str) -> None:
         """Availability, state and speed traces change the platform over time: not modelled."""
@@ -381,6 +410,11 @@ class _Parser:
         src, dst = self.attr(elem, "src"), self.attr(elem, "dst")
         gw_src = elem.get("gw_src")
         gw_dst = elem.get("gw_dst")
+        for end in ("src", "dst", "gw_src", "gw_dst"):
+            point = elem.get(end)
+            if point is not None and point not in self.where:
+                # SimGrid: "Route dst='zz' does name a node"
+                raise self.fail(f"<{elem.tag}> {end}={point!r} names no host, router or zone")
         links = self.route_links(elem)
         zone.routes[(src, dst)] = (gw_src, gw_dst, links)
         if elem.get("symmetrical", "YES").upper() == "YES" and (dst, src) not in zone.routes:

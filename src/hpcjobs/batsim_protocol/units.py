@@ -15,7 +15,8 @@ _SI = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E
 _BIN = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60}
 _TIME = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "ps": 1e-12, "m": 60.0,
          "h": 3600.0, "d": 86400.0, "w": 604800.0}
-_NUMBER = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(\S*)\s*$")
+# no space between the number and its unit: SimGrid's "unknown unit:  Gf" for "1 Gf"
+_NUMBER = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(\S*)\s*$")
 
 
 def _split(text: str, what: str) -> tuple[float, str]:
@@ -48,8 +49,12 @@ def speed(text: str, what: str, pstate: int = 0) -> float:
 
 
 def bandwidth(text: str, what: str) -> float:
-    """Bytes per second ("Bps" bytes, "bps" bits)."""
-    return _prefixed(text, what, {"Bps": 1.0, "bps": 0.125}, binary=True)
+    """Bytes per second ("Bps" bytes, "bps" bits); > 0 (SimGrid takes 0 or less but never
+    completes a transfer over such a link: Batsim's run ends in a deadlock)."""
+    value = _prefixed(text, what, {"Bps": 1.0, "bps": 0.125}, binary=True)
+    if value <= 0:
+        raise InputError(f"{what}: {text!r} is not a positive bandwidth")
+    return value
 
 
 def duration(text: str, what: str) -> float:
