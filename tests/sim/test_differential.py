@@ -166,9 +166,9 @@ def test_workloads_batsim_refuses_are_refused_naming_the_rule(name: str, batsim:
 def _platform(master: str = '<host id="master_host" speed="1Gf"/>', a: str = '<host id="a" speed="1Gf"/>',
               routes: str = '<route src="a" dst="b"><link_ctn id="l"/></route>',
               doctype: str = '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">',
-              link: str = '<link id="l" bandwidth="1GBps" latency="0"/>') -> str:
+              link: str = '<link id="l" bandwidth="1GBps" latency="0"/>', version: str = "4.1") -> str:
     """A platform of hosts a and b (and the master) in one Full zone."""
-    return (f'<?xml version="1.0"?>\n{doctype}\n<platform version="4.1"><zone id="z" routing="Full">{master}{a}'
+    return (f'<?xml version="1.0"?>\n{doctype}\n<platform version="{version}"><zone id="z" routing="Full">{master}{a}'
             f'<host id="b" speed="2Gf"/>{link}{routes}</zone></platform>')
 
 
@@ -192,6 +192,7 @@ REFUSED_PLATFORMS = {
                                      "<prop> after <host>"),
     "a zone after a host": (_platform(a='<host id="a" speed="1Gf"/><zone id="y" routing="None"/>'),
                             "<zone> after <host>"),
+    "version 4.2 (SimGrid reads 4.20)": (_platform(version="4.2"), "version '4.2' is not supported"),
     "a link without latency": (_platform(link='<link id="l" bandwidth="1GBps"/>'), "required attribute 'latency'"),
     "a space before the unit": (_platform(a='<host id="a" speed="1 Gf"/>'), "'1 Gf' is not a number"),
     "a route to no host": (_platform(routes='<route src="a" dst="zz"><link_ctn id="l"/></route>'),
@@ -215,13 +216,23 @@ def test_platforms_batsim_refuses_are_refused_naming_the_rule(name: str, batsim:
     assert err.startswith("hpcjobs.sim: error: platform ") and "p.xml" in err and words in err, err
 
 
-def test_a_full_zone_without_routes_is_run_like_batsim(batsim: str, tmp_path: Path) -> None:
-    """SimGrid's Full zone finds an empty route between two hosts without one: Batsim
-    runs, and a parallel task's communication between them costs nothing."""
+#: platforms real Batsim runs on, odd as they look
+ACCEPTED_PLATFORMS = {
+    # SimGrid's Full zone finds an empty route between two hosts without one: a parallel
+    # task's communication between them costs nothing
+    "a Full zone without routes": _platform(routes=""),
+    # SimGrid reads the version with std::stod
+    "version ' 4.1.1'": _platform(version=" 4.1.1"),
+    "version 4.10": _platform(version="4.10"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ACCEPTED_PLATFORMS))
+def test_platforms_batsim_accepts_are_run_the_same_way(name: str, batsim: str, tmp_path: Path) -> None:
     profiles = {"d": D1, "ph": {"type": "parallel_homogeneous", "cpu": 2e9, "com": 1e9}}
     jobs = [{"id": 1, "subtime": 0, "res": 2, "profile": "ph"}, {"id": 2, "subtime": 1, "res": 1, "profile": "d"}]
     case = Case(0, 2, {"nb_res": 2, "jobs": jobs, "profiles": profiles}, False, False, 0, 0, 0, 0,
-                platform=_platform(routes=""))
+                platform=ACCEPTED_PLATFORMS[name])
     real = run(case, [batsim], tmp_path / "batsim")
     ours = run(case, EMBEDDED, tmp_path / "sim")
     assert real.returncode == 0 and len(real.rows) == 2, real.stderr[-2000:]

@@ -39,6 +39,7 @@ _ZONES_ZONE = ({"prop": 0, "zone": 1, "AS": 1, "cluster": 1, "link": 1, "zoneRou
 _ZONE_TAGS = {tag for order in (_HOSTS_ZONE, _ZONES_ZONE) for tag in order[0]}
 
 _STOI = re.compile(r"\s*([+-]?\d+)")
+_STOD = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
 
 #: Batsim's host roles ("" or none: a compute node)
 _ROLES = ("", "compute_node", "master", "storage")
@@ -222,8 +223,11 @@ class _Parser:
             raise self.fail('SimGrid needs <!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd"> '
                             "(or the older http://simgrid.gforge.inria.fr/simgrid/simgrid.dtd) before <platform>")
         version = root.get("version", "")
-        if not version.startswith("4"):
-            raise self.fail(f"platform version {version!r} is not supported (need 4.x)")
+        # SimGrid 3.32 reads the version as a number (std::stod: "4.1.1" is 4.1, "4.2"
+        # is 4.20) and takes 4.0 to 4.1: "THIS FILE IS TOO OLD", "... COMES FROM THE FUTURE"
+        number = _STOD.match(version)
+        if number is None or not 4.0 <= float(number.group(1)) <= 4.1:
+            raise self.fail(f"platform version {version!r} is not supported (SimGrid 3.32 reads 4.0 to 4.1)")
         zones = [c for c in root if c.tag in ("zone", "AS")]
         for child in root:
             if child.tag not in ("zone", "AS", "config"):
