@@ -197,6 +197,10 @@ REFUSED_PLATFORMS = {
     "a space before the unit": (_platform(a='<host id="a" speed="1 Gf"/>'), "'1 Gf' is not a number"),
     "a route to no host": (_platform(routes='<route src="a" dst="zz"><link_ctn id="l"/></route>'),
                            "dst='zz' names no host"),
+    "a cluster's sharing_policy BOGUS": (
+        '<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n<platform version="4.1">'
+        '<zone id="z" routing="Full"><cluster id="c" prefix="n" suffix="" radical="0-1" speed="1Gf" bw="1GBps" '
+        'lat="0" sharing_policy="BOGUS"/></zone></platform>', "sharing_policy='BOGUS' is not one of"),
     "symmetrical=maybe": (_platform(routes='<route src="a" dst="b" symmetrical="maybe"><link_ctn id="l"/></route>'),
                           "symmetrical='maybe' is not one of"),
     "a SPLITDUPLEX link by its plain name": (
@@ -224,6 +228,8 @@ ACCEPTED_PLATFORMS = {
     # SimGrid reads the version with std::stod
     "version ' 4.1.1'": _platform(version=" 4.1.1"),
     "version 4.10": _platform(version="4.10"),
+    # SimGrid ignores the case of a routing kind
+    "routing 'full'": _platform().replace('routing="Full"', 'routing="full"'),
 }
 
 

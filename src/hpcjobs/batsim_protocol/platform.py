@@ -66,8 +66,13 @@ _ATTRIBUTES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 _ATTRIBUTES["AS"] = _ATTRIBUTES["zone"]
 _ATTRIBUTES["ASroute"] = _ATTRIBUTES["zoneRoute"]
 #: the values the DTD enumerates (another is a "Bad attribute" to SimGrid's parser)
-_VALUES = {"symmetrical": ("YES", "NO", "yes", "no"), "direction": ("UP", "DOWN", "NONE")}
-_LINK_POLICIES = ("SHARED", "SPLITDUPLEX", "FATPIPE", "WIFI")
+_YES_NO = ("YES", "NO", "yes", "no")
+_VALUES = {("route", "symmetrical"): _YES_NO, ("zoneRoute", "symmetrical"): _YES_NO,
+           ("ASroute", "symmetrical"): _YES_NO, ("link_ctn", "direction"): ("UP", "DOWN", "NONE"),
+           ("link", "sharing_policy"): ("SHARED", "SPLITDUPLEX", "FATPIPE", "WIFI"),
+           ("cluster", "sharing_policy"): ("SHARED", "SPLITDUPLEX", "FATPIPE"),
+           ("cluster", "bb_sharing_policy"): ("SHARED", "FATPIPE"),
+           ("cluster", "topology"): ("FLAT", "TORUS", "FAT_TREE", "DRAGONFLY")}
 
 
 @dataclass(frozen=True)
@@ -260,7 +265,7 @@ class _Parser:
                 if name not in elem.attrib:
                     raise self.fail(f"<{elem.tag}> lacks the required attribute {name!r}")
             for name, value in elem.attrib.items():
-                allowed = _LINK_POLICIES if (elem.tag, name) == ("link", "sharing_policy") else _VALUES.get(name)
+                allowed = _VALUES.get((str(elem.tag), name))
                 if allowed is not None and value not in allowed:
                     raise self.fail(f"{_label(elem)}: {name}={value!r} is not one of {', '.join(allowed)}")
                 if name not in required and name not in optional:
@@ -360,6 +365,8 @@ class _Parser:
     def zone(self, elem: ET.Element, parent: _Zone | None) -> None:
         name = self.attr(elem, "id")
         routing = elem.get("routing", "None")
+        # SimGrid ignores the case of routing kinds ("full", "NONE")
+        routing = {"full": "Full", "none": "None"}.get(routing.lower(), routing)
         if routing not in ("Full", "None"):
             raise self.fail(f"zone {name!r}: routing {routing!r} is not supported (Full, None)")
         zone = _Zone(name, parent, routing, self.props(elem))
