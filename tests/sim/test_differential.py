@@ -274,12 +274,19 @@ def test_floats_are_echoed_as_batsim_prints_them(batsim: str, tmp_path: Path) ->
     """Batsim echoes every float of a job or profile description rounded to six
     decimals (SIMULATION_BEGINS' profiles, JOB_SUBMITTED's job), integers as they are."""
     profiles = {"d": {"type": "delay", "delay": 1.23456789, "note": [1e-9, {"x": 7.77777777}], "n": 5}}
-    jobs = [_job(1, subtime=0.1234567, walltime=100.1234567, extra={"y": [2.5e-7, 3]}, profile="d")]
+    jobs = [_job(1, subtime=0.1234567, walltime=100.1234567, extra={"y": [2.5e-7, 3]}, profile="d"),
+            _job(2, walltime=10, profile="d")]
     case = Case(0, 4, {"nb_res": 4, "jobs": jobs, "profiles": profiles}, False, False, 0, 0, 0, 0)
     real = run(case, [batsim], tmp_path / "batsim")
     ours = run(case, EMBEDDED, tmp_path / "sim")
     assert real.returncode == 0 and real.rows, real.stderr[-2000:]
     assert compare(real, ours) is None, compare(real, ours)
+
+    def walltimes(transcript: list[dict[str, Any]]) -> list[object]:
+        # repr: an integer walltime stays one ("walltime": 10, not 10.0)
+        return [repr(e["data"]["job"]["walltime"]) for m in transcript for e in m["events"]
+                if e["type"] == "JOB_SUBMITTED"]
+    assert walltimes(real.transcript) == walltimes(ours.transcript) == ["10", "100.123457"]
     assert ours.transcript[0]["events"][0]["data"]["profiles"]["w0"]["d"]["note"] == [0.0, {"x": 7.777778}]
 
 

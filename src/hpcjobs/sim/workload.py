@@ -168,11 +168,9 @@ def make_job(raw: object, workload: str, error: type[SimError], where: str,
     for key, value in echoed.items():
         if type(value) is not int and type(value) is not str:
             # Batsim echoes floats as it printed them ("%f": six decimals), the
-            # subtime too (the run uses it as given)
+            # subtime and walltime too (the run uses them as given); integers as they
+            # are (a walltime of 10 stays 10)
             echoed[key] = _printed(value)
-    if walltime != -1:
-        # and the walltime always so, an integer one too
-        echoed["walltime"] = float(f"{walltime:f}")
     assert isinstance(subtime, (int, float)) and isinstance(walltime, (int, float))
     return WorkloadJob(full, workload, name, float(subtime), float(walltime), res, profile, echoed)
 
