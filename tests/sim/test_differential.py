@@ -104,6 +104,10 @@ REFUSED = {
                                                                            "repeat": 2**31}}}, "'repeat'"),
     "another workload's prefix": ({"nb_res": 4, "jobs": [{"id": "w1!1", "subtime": 0, "res": 1, "profile": "d"}],
                                    "profiles": {"d": D1}}, "cannot contain a '!'"),
+    "a ',' in an id": ({"nb_res": 4, "jobs": [{"id": "a,b", "subtime": 0, "res": 1, "profile": "d"}],
+                        "profiles": {"d": D1}}, "cannot rewrite an id containing ','"),
+    "a ')' in an id": ({"nb_res": 4, "jobs": [{"id": "a)b", "subtime": 0, "res": 1, "profile": "d"}],
+                        "profiles": {"d": D1}}, "cannot rewrite an id containing ')'"),
     "two '!' in an id": ({"nb_res": 4, "jobs": [{"id": "w0!a!b", "subtime": 0, "res": 1, "profile": "d"}],
                           "profiles": {"d": D1}}, "more than one '!'"),
 }

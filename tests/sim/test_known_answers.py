@@ -272,13 +272,15 @@ def test_simulation_begins_fields(start_sim: Any, tmp_path: Path) -> None:
 
 def test_evalys_reads_the_jobs_file(start_sim: Any, tmp_path: Path) -> None:
     """evalys (the Batsim ecosystem's analysis library) loads our jobs file, kills,
-    failures and hostile metadata included. Skipped where evalys is not installed."""
+    failures and an odd job id included (Batsim refuses ids with a ',' or '"': one
+    with quotes and a brace is as hostile as a workload gets). Skipped where evalys is
+    not installed."""
     jobset_module = pytest.importorskip("evalys.jobset")
     profiles = {"d10": {"type": "delay", "delay": 10}, "f": {"type": "delay", "delay": 1, "ret": 3}}
-    sim, _ = run(start_sim, tmp_path, [job("a", "d10"), job("b,\"x\"", "f", 2)], profiles,
-                 kill_at(4.0, {"w0!a": "0", 'w0!b,"x"': "1-2"}))
+    sim, _ = run(start_sim, tmp_path, [job("a", "d10"), job("b 'x'{", "f", 2)], profiles,
+                 kill_at(4.0, {"w0!a": "0", "w0!b 'x'{": "1-2"}))
     jobset = jobset_module.JobSet.from_csv(sim.prefix + "_jobs.csv")
     frame = jobset.df.set_index("jobID")
     assert frame.loc["a", "final_state"] == "COMPLETED_KILLED"
-    assert frame.loc['b,"x"', "execution_time"] == 1.0
-    assert str(frame.loc['b,"x"', "allocated_resources"]) == "1-2"
+    assert frame.loc["b 'x'{", "execution_time"] == 1.0
+    assert str(frame.loc["b 'x'{", "allocated_resources"]) == "1-2"

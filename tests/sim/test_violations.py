@@ -88,6 +88,8 @@ CASES: dict[str, tuple[list[Reply], str, tuple[str, ...], list[dict[str, Any]] |
                                                                     "profile": "p"}}),
                 ("EXECUTE_JOB", {"job_id": "dyn!x", "alloc": "0-3"}))],
         "the job requests 5 resources but its allocation '0-3' has 4", DYN, None),
+    "an id Batsim cannot rewrite": ([at_now(REG_P, reg_job("a,b"))], "Batsim cannot rewrite an id containing ','",
+                                    DYN, None),
     "registration without the flag": ([at_now(REG_P)], "--enable-dynamic-jobs", (), None),
     "subtime is required": (
         [at_now(REG_P, ("REGISTER_JOB", {"job_id": "dyn!x", "job": {"id": "dyn!x", "res": 1, "profile": "p"}}))],

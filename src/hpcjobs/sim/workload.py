@@ -17,6 +17,8 @@ from .errors import InputError, SimError
 
 SIMPLE_TYPES = ("delay", "parallel", "parallel_homogeneous", "parallel_homogeneous_total")
 PROFILE_TYPES = SIMPLE_TYPES + ("composed",)
+#: characters Batsim's rewriting of job ids cannot carry (see make_job)
+_ID_BREAKERS = ',()|}"'
 
 
 def _number(value: object) -> bool:
@@ -144,6 +146,14 @@ def make_job(raw: object, workload: str, error: type[SimError], where: str,
 
     def fail(msg: str) -> SimError:
         return error(f"{where}: job {full!r} {msg}")
+
+    bad = [c for c in name if c in _ID_BREAKERS or c < " "]
+    if bad:
+        # Batsim writes "w0!name" into the job's JSON with a regular expression whose
+        # value stops at ,()|} and with the name unescaped, then aborts on the broken
+        # JSON: "A problem occured when replacing the job_id by its WLOAD!job_name counterpart"
+        raise fail(f"has an invalid 'id': Batsim cannot rewrite an id containing {''.join(bad)!r} "
+                   f"(none of {_ID_BREAKERS} nor control characters may appear)")
 
     subtime = raw.get("subtime")
     if subtime is None and not subtime_required:
