@@ -207,3 +207,16 @@ def test_an_idle_monitor_is_woken_by_the_next_query(c: Calendar) -> None:
     assert c.cal.schedule(c.job("a"), 2.0, pressing=False)
     assert c.cal.next_wait(polling=False) == 2.0
     assert not c.cal.schedule(c.job("b"), 3.0, pressing=False)  # after the next tick
+
+
+def test_an_idle_monitor_is_woken_even_if_it_was_holding(c: Calendar) -> None:
+    # a job submitted, and ended on the monitor's next tick: the tick before it began a
+    # hold for the submits, and the monitor then went idle (its thread ended)
+    c.job("a")
+    c.cal.submitted()
+    assert c.cal.next_wait(polling=True) == pytest.approx(0.25)  # holding
+    c.live.clear()
+    c.cal.idle()
+    # the next submit must wake it: nothing else would ever ask about that job
+    c.cal.submitted()
+    assert c.cal.schedule(c.job("b"), 2.0, pressing=False)

@@ -193,3 +193,16 @@ def test_running_job_reports_its_nodes(executor: JobExecutor) -> None:
     wait_until(lambda: "nodes" in (job.status.metadata or {}), "exec_host in the metadata")
     job.cancel()
     finished(job)
+
+
+def test_jobs_submitted_one_after_another_are_all_followed(pbs_server: None,
+                                                           work_dir: Path) -> None:
+    # each job ends before the monitor's second look at the files (file_poll_interval
+    # apart), the tick after the one that held the status queries for the submit: the
+    # monitor then went idle still holding, and the next submit did not wake it
+    with JobExecutor.get_instance("pbs", config={"work_directory": work_dir,
+                                                 "file_poll_interval": 10.0}) as ex:
+        for code in (0, 3, 4):
+            job = Job(JobSpec("/bin/sh", ["-c", f"exit {code}"]))
+            ex.submit(job)
+            assert finished(job).exit_code == code

@@ -141,6 +141,10 @@ class QueryCalendar(Generic[_Q]):
     def idle(self) -> None:
         """The monitor stops ticking (no job to follow): the next query wakes it."""
         self._wake_at = float("inf")
+        # an idle monitor holds nothing: a hold its last tick began (a job submitted and
+        # ended within a file_poll_interval) must not keep the next submit from waking
+        # it, or that job would never be followed
+        self._holding = False
 
     def _queue(self, t: _Q, due: float, pressing: bool = False) -> None:
         """``t``'s next status query is at ``due``."""
