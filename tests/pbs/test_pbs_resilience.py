@@ -177,3 +177,15 @@ def test_the_server_restarted_mid_run(executor: JobExecutor) -> None:
     after = Job(JobSpec("/bin/true"))
     executor.submit(after)
     assert final(after)[:2] == (JobState.COMPLETED, 0)
+
+
+def test_an_id_of_another_server_does_not_stall_the_others(executor: JobExecutor) -> None:
+    # qstat answers for the other ids, and says "illegally formed job identifier" for
+    # this one (exit 1): that is a word about this id, not a failed query
+    plain = qsub("--", "/bin/sh", "-c", "sleep 1; exit 6")
+    mine, foreign = Job(), Job()
+    executor.attach(mine, plain)
+    executor.attach(foreign, "1.nosuchserver")
+    assert final(mine)[:2] == (JobState.FAILED, 6)
+    state, code, message = final(foreign)
+    assert (state, code) == (JobState.FAILED, None) and "unknown" in message

@@ -35,8 +35,12 @@ log = logging.getLogger(__name__)
 
 # a subjob of an array: 123[4].server, of the array 123[].server
 _SUBJOB = re.compile(r"([0-9]+)\[([0-9]+)\](\.[A-Za-z0-9_.-]+)?\Z")
-# qstat's per-id errors for ids it has no record of (any other stderr is a failure)
-_UNKNOWN = re.compile(r"^qstat: (Unknown Job Id|.* Job has finished)")
+# qstat's per-id errors for ids it has no record of (any other stderr is a failure);
+# an id naming another server (attach("1.othersrv")) is "illegally formed", per id
+# too (exit 1, the other ids answered): not a failed query, or that one id would keep
+# every job asked about with it from ever changing state
+_UNKNOWN = re.compile(r"^qstat: (Unknown Job Id|illegally formed job identifier|"
+                      r".* Job has finished)")
 
 
 @dataclasses.dataclass
