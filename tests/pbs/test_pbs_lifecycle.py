@@ -206,3 +206,22 @@ def test_jobs_submitted_one_after_another_are_all_followed(pbs_server: None,
             job = Job(JobSpec("/bin/sh", ["-c", f"exit {code}"]))
             ex.submit(job)
             assert finished(job).exit_code == code
+
+
+def test_cancel_after_the_job_ended_unseen_is_no_error(pbs_server: None,
+                                                       work_dir: Path) -> None:
+    # a blind job (attached, no job files) ends between two status queries; the cancel
+    # comes in between: qdel says "Job has finished" (exit 35), and the job keeps its
+    # own end, as PSI/J's cancel() allows
+    native_id = qsub("--", "/bin/sh", "-c", "sleep 2; exit 6")
+    slow = {"min_query_interval": 120.0, "blind_query_interval": 300.0,
+            "max_query_interval": 300.0}  # (no query between the attach's and the cancel)
+    with JobExecutor.get_instance("pbs", config={"work_directory": work_dir, **slow}) as ex:
+        job = Job()
+        ex.attach(job, native_id)
+        assert job.wait(timeout=WAIT, target_states=JobState.QUEUED) is not None
+        wait_until(lambda: qstat(native_id).get("job_state") == "F", "PBS to finish the job")
+        assert not job.status.state.final
+        job.cancel()
+        status = finished(job)
+    assert (status.state, status.exit_code) == (JobState.FAILED, 6), status

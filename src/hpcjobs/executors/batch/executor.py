@@ -276,15 +276,24 @@ class BatchSchedulerExecutor(BatchMonitor):
         native_id = job.native_id
         if native_id is None or job.status.state.final:
             return
+        late = False
         try:
             external.run(self._cancel_command(native_id), timeout=self.config.command_timeout)
         except CommandError as e:
-            raise SubmitException(f"cannot cancel job {job.id} ({self.name} job {native_id})",
-                                  e, transient=e.returncode is None) from e
-        log.info("job %s (%s job %s): cancel requested", job.id, self.name, native_id)
+            # the job ended before the monitor saw it (a blind job is asked about every
+            # 15 s): its true end is what the job gets, as PSI/J's cancel() allows
+            late = e.returncode is not None and self._says(e, self.ended_errors)
+            if not late:
+                raise SubmitException(f"cannot cancel job {job.id} ({self.name} job "
+                                      f"{native_id})", e, transient=e.returncode is None) from e
+            log.info("job %s (%s job %s): not cancelled, it has ended: %s", job.id, self.name,
+                     native_id, (e.stderr or e.stdout).strip())
+        else:
+            log.info("job %s (%s job %s): cancel requested", job.id, self.name, native_id)
         with self._lock:
             tracked = self._tracked.get(native_id)
-            if tracked is not None:
+            if tracked is not None and not late:
+                # (not for a job that ended by itself: its end is its own, not a cancel)
                 tracked.cancelled = True
             wake = tracked is not None and self._calendar.schedule(tracked, 0.5, pressing=True)
         if wake:
@@ -384,8 +393,13 @@ class BatchSchedulerExecutor(BatchMonitor):
     def _is_transient(self, error: CommandError) -> bool:
         """True if a failed submit command may work when retried: its output names one
         of the backend's ``transient_errors``."""
+        return self._says(error, self.transient_errors)
+
+    @staticmethod
+    def _says(error: CommandError, texts: Sequence[str]) -> bool:
+        """True if the failed command's output names one of ``texts``, in any case."""
         said = f"{error.stderr} {error.stdout}".lower()
-        return any(text.lower() in said for text in self.transient_errors)
+        return any(text.lower() in said for text in texts)
 
     def _run_submit(self, job_dir: JobDir, argv: List[str],
                     meanwhile: Optional[Callable[[], None]] = None) -> str:

@@ -61,6 +61,10 @@ class BatchHooks(JobExecutor):
     #: texts (of any case) in a failed submit command's output that say the scheduler
     #: was busy or unreachable: the SubmitException is then transient (worth retrying)
     transient_errors: ClassVar[tuple[str, ...]] = ()
+    #: texts (of any case) in a failed cancel command's output that say the job has
+    #: ended already (or is gone): the cancel came too late, which is no error; the
+    #: job's end is then asked for at once
+    ended_errors: ClassVar[tuple[str, ...]] = ()
     #: seconds the scheduler keeps finished jobs in its status command's output (a
     #: backend reading it from the scheduler overrides ``_retention_time`` instead)
     retention_time: ClassVar[float]

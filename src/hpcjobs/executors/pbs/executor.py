@@ -80,6 +80,9 @@ class PBSJobExecutor(BatchSchedulerExecutor):
     transient_errors = ("connection refused", "cannot connect to", "server busy",
                         "communication failure", "end of file", "timed out", "try again",
                         "unable to contact slurm controller")
+    # qdel of a job that ended (exit 35) or was purged from the history (153)
+    # (tests/fixtures/openpbs-23.06/INDEX.md, "qstat / qdel / qsub errors")
+    ended_errors = ("Job has finished", "Unknown Job Id")
     # qstat sends one request per id named (~50 ms each here): for more than 20, one
     # request for every live job, then the history only of ours not among them
     few_ids = 20
