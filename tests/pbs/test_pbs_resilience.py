@@ -189,3 +189,11 @@ def test_an_id_of_another_server_does_not_stall_the_others(executor: JobExecutor
     assert final(mine)[:2] == (JobState.FAILED, 6)
     state, code, message = final(foreign)
     assert (state, code) == (JobState.FAILED, None) and "unknown" in message
+
+
+def test_a_long_name_is_cut_to_what_qsub_takes(executor: JobExecutor) -> None:
+    # qsub refuses a -N longer than 230 characters ("Job name is too long")
+    job = Job(JobSpec("/bin/true", name="n" * 231 + "-tail"))
+    executor.submit(job)
+    assert final(job)[:2] == (JobState.COMPLETED, 0)
+    assert qstat(job.native_id or "")["Job_Name"] == "n" * 230

@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 
 # a subjob of an array: 123[4].server, of the array 123[].server
 _SUBJOB = re.compile(r"([0-9]+)\[([0-9]+)\](\.[A-Za-z0-9_.-]+)?\Z")
+# the longest -N qsub takes (see _directives)
+_MAX_JOB_NAME = 230
 # qstat's per-id errors for ids it has no record of (any other stderr is a failure);
 # an id naming another server (attach("1.othersrv")) is "illegally formed", per id
 # too (exit 1, the other ids answered): not a failed query, or that one id would keep
@@ -133,7 +135,10 @@ class PBSJobExecutor(BatchSchedulerExecutor):
     def _directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
         attrs = spec.attributes
         return {
-            "job_name": safe_job_name(spec, 236),  # PBS_MAXJOBNAME
+            # qsub refuses a longer one ("Job name is too long"): 230 is the longest the
+            # real OpenPBS 23.06 takes, from the command line or a #PBS line (not the 236
+            # of PBS_MAXJOBNAME)
+            "job_name": safe_job_name(spec, _MAX_JOB_NAME),
             # (the other flavour's lines stay out of pbs.mustache)
             **dict.fromkeys(("select", "place", "nodes", "memory", "exclusive")),
             **self._resources(spec),
