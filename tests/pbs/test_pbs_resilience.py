@@ -121,6 +121,8 @@ def test_hostile_names_and_arguments_reach_the_job(executor: JobExecutor,
     (JobAttributes(queue_name="a\nb"), None, "queue_name"),
     (JobAttributes(custom_attributes={"pbs.block": True}), None, "pbs.block"),
     (JobAttributes(custom_attributes={"pbs.Bad Name": 1}), None, "pbs.Bad Name"),
+    # qsub would read a second attribute, a reserved one: block=true
+    (JobAttributes(custom_attributes={"pbs.umask": "077, block=true"}), None, "pbs.umask"),
     (None, ResourceSpecV1(process_count=4, memory=2**30), "memory"),
 ])
 def test_what_pbs_cannot_take_is_refused_before_qsub(executor: JobExecutor, work_dir: Path,

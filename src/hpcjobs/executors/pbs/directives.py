@@ -22,6 +22,11 @@ _ATTRIBUTE = re.compile(r"[a-z][a-z0-9_]*\Z")
 # -W attributes that would break how hpcjobs submits and follows the job
 _RESERVED = {name: f"-W {name} would change how hpcjobs runs and follows the job"
              for name in ("block", "sandbox", "stagein", "stageout")}
+# qsub -W reads "a=1,b=2" (also "a=1, b=2") as two attributes: a value with a ',' and a
+# '=' after it would set another attribute, a reserved one too (-W umask=077,block=true
+# sets block), or be refused ("illegal -W value"); a ',' alone stays in the value
+# (depend=afterok:1,afterany:2)
+_NEXT_ATTRIBUTE = re.compile(r",.*=", re.DOTALL)
 # advance (R), standing (S) and maintenance (M) reservation queues: R12 or R12.server
 _RESERVATION = re.compile(r"[RSM][0-9]+(\.[A-Za-z0-9_.-]+)?\Z")
 
@@ -78,5 +83,9 @@ def custom(spec: JobSpec) -> list[dict[str, str]]:
         if value is None:
             continue
         text = str(value).lower() if isinstance(value, bool) else str(value)
+        if _NEXT_ATTRIBUTE.search(text):
+            raise InvalidJobException(
+                f"{field}: {text!r} has a ',' followed by a '=', which qsub's -W reads as "
+                "the start of another attribute (or refuses)")
         out.append({"attribute": f"{name}={directive_value(field, text)}"})
     return out
