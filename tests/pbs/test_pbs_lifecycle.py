@@ -225,3 +225,13 @@ def test_cancel_after_the_job_ended_unseen_is_no_error(pbs_server: None,
         job.cancel()
         status = finished(job)
     assert (status.state, status.exit_code) == (JobState.FAILED, 6), status
+
+
+def test_processes_per_node_alone_asks_for_them_on_one_node(executor: JobExecutor) -> None:
+    # 2 processes on one node (with that node's memory), not 2 chunks placed freely
+    res = ResourceSpecV1(processes_per_node=2, memory=2**30)
+    job = Job(JobSpec("/bin/true", resources=res))
+    executor.submit(job)
+    assert finished(job).state is JobState.COMPLETED
+    asked = qstat(job.native_id or "")["Resource_List"]
+    assert (asked["select"], asked["nodect"]) == ("1:ncpus=2:mpiprocs=2:mem=1048576kb", 1)

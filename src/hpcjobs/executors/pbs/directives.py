@@ -54,6 +54,11 @@ def pbs_resources(spec: JobSpec) -> dict[str, Any]:
         queue_name = attrs.reservation_id
     res = spec.resources_v1
     nodes = res.requested_node_count
+    if nodes is None and res.processes_per_node is not None:
+        # processes_per_node alone: that many processes on one node (computed_process_count
+        # is 1 x processes_per_node; Slurm gets --ntasks-per-node), not one chunk per
+        # process placed freely, which may spread them over as many nodes
+        nodes = res.computed_node_count
     per_chunk = res.computed_processes_per_node if nodes else 1
     chunk = [str(nodes or res.computed_process_count),
              f"ncpus={per_chunk * (res.cpu_cores_per_process or 1)}",
