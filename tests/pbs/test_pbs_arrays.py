@@ -8,6 +8,7 @@ attach work per subjob; a burst larger than the array limit is split.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcjobs import Job, JobAttributes, JobExecutor, JobSpec, JobState
+from hpcjobs import Job, JobAttributes, JobExecutor, JobSpec, JobState, ResourceSpecV1
 
 from pbs_helpers import WAIT, run
 
@@ -97,3 +98,30 @@ def test_a_burst_larger_than_the_array_limit_is_split(pbs_server: None, work_dir
         assert sorted(sizes.values()) == [2, 4, 4], sizes
         for i, job in enumerate(jobs):
             assert job.wait(timeout=WAIT).exit_code == i % 2  # type: ignore[union-attr]
+
+
+def test_a_subjob_deleted_while_queued_is_cancelled(executor: JobExecutor,
+                                                    work_dir: Path) -> None:
+    # deleted by plain qdel (another process, say): PBS shows it X with its queued
+    # substate while the array lives, then F/93 with a placeholder Exit_status 1
+    nodes = json.loads(run("pbsnodes", "-a", "-F", "json").stdout)["nodes"]
+    ncpus = int(next(iter(nodes.values()))["resources_available"]["ncpus"])
+    whole = ResourceSpecV1(process_count=1, cpu_cores_per_process=ncpus)
+    blocker = Job(JobSpec("/bin/sleep", ["600"], resources=whole))
+    executor.submit(blocker)
+    assert blocker.wait(timeout=WAIT, target_states=JobState.ACTIVE) is not None
+    jobs = [Job(JobSpec("/bin/sh", ["-c", "exit 5"], resources=whole)) for _ in range(2)]
+    try:
+        executor.submit_many(jobs)
+        run("qdel", str(jobs[1].native_id))
+        status = jobs[1].wait(timeout=WAIT)
+        assert status is not None and status.state is JobState.CANCELED, status
+    finally:  # (a whole node: never left behind on a shared server)
+        blocker.cancel()
+    assert jobs[0].wait(timeout=WAIT).exit_code == 5  # type: ignore[union-attr]
+    # and once the array has ended, to a client attaching afterwards
+    with JobExecutor.get_instance("pbs", config={"work_directory": work_dir / "other"}) as ex:
+        later = Job()
+        ex.attach(later, str(jobs[1].native_id))
+        status = later.wait(timeout=WAIT)
+    assert status is not None and (status.state, status.exit_code) == (JobState.CANCELED, None)

@@ -45,6 +45,8 @@ _PBS_KILLS: dict[int, tuple[Optional[Cause], str]] = {
     -29: (Cause.WALLTIME, "PBS ended the job at its walltime limit (JOB_EXEC_KILL_WALLTIME)"),
 }
 _NEVER = "Can Never Run"
+#: PBS's comment on a subjob that ended without running: deleted while queued
+_SUBJOB_DELETED = "Subjob finished"
 
 
 def native(native_id: str, job: dict[str, Any]) -> NativeStatus:
@@ -76,7 +78,14 @@ def _finished(ns: NativeStatus, job: dict[str, Any], comment: str) -> NativeStat
     ns.state = _FINISHED.get(substate if isinstance(substate, int) else 0, JobState.FAILED)
     ns.time = timestamp(job.get("obittime") or job.get("mtime"))
     detail = f"PBS substate {substate}: {comment}" if comment else f"PBS substate {substate}"
-    if ns.state is JobState.COMPLETED and status is None:
+    if comment == _SUBJOB_DELETED and "exec_host" not in job:
+        # a subjob deleted while queued (qdel 123[4].server): X with its queued
+        # substate 10 while the array lives, then F/93 with PBS's placeholder
+        # Exit_status 1, never the job's own (a deleted array's unstarted subjobs say
+        # the same with substate 91, INDEX.md)
+        ns.state, ns.cause = JobState.CANCELED, Cause.CANCELED
+        ns.message = f"deleted before it ran ({detail})"
+    elif ns.state is JobState.COMPLETED and status is None:
         ns.state = JobState.FAILED  # 92 without an exit status: it never ran (dependency)
         ns.message = f"ended without running ({detail})"
     elif ns.state is JobState.CANCELED:
