@@ -125,3 +125,17 @@ def test_a_subjob_deleted_while_queued_is_cancelled(executor: JobExecutor,
         ex.attach(later, str(jobs[1].native_id))
         status = later.wait(timeout=WAIT)
     assert status is not None and (status.state, status.exit_code) == (JobState.CANCELED, None)
+
+
+def test_list_has_the_jobs_sent_in_an_array(executor: JobExecutor) -> None:
+    jobs = [Job(JobSpec("/bin/sleep", ["600"])) for _ in range(2)]
+    executor.submit_many(jobs)
+    try:
+        listed = executor.list()
+        assert {job.native_id for job in jobs} <= set(listed), listed
+        assert not [i for i in listed if i.endswith(f"{array_of(jobs[0])}[].vm")]
+    finally:
+        for job in jobs:
+            job.cancel()
+    for job in jobs:
+        assert job.wait(timeout=WAIT).state is JobState.CANCELED  # type: ignore[union-attr]

@@ -226,4 +226,6 @@ class PBSJobExecutor(BatchSchedulerExecutor):
                 log.warning("cannot delete the jobs PBS says can never run: %s", e)
 
     def _list_command(self) -> list[str]:
-        return self._command("qselect", "-u", self._user)
+        # -T: jobs and subjobs (123[4].server, the ids of jobs sent in an array), not
+        # arrays (123[].server), which is what qselect lists by default
+        return self._command("qselect", "-u", self._user, "-T")
