@@ -136,6 +136,16 @@ def test_what_pbs_cannot_take_is_refused_before_qsub(executor: JobExecutor, work
     assert not work_dir.exists() or not any(p.name != "ids" for p in work_dir.iterdir())
 
 
+@pytest.mark.parametrize("name", ["wörk", "line\nbreak"])
+def test_a_work_directory_qsub_cannot_take_is_refused_before_qsub(pbs_server: None,
+                                                                  tmp_path: Path,
+                                                                  name: str) -> None:
+    # qsub: "illegal -o value" (non-ASCII), "unmatched" (the #PBS -o line broken)
+    with JobExecutor.get_instance("pbs", config={"work_directory": tmp_path / name}) as ex:
+        with pytest.raises(InvalidJobException, match="work_directory"):
+            ex.submit(Job(JobSpec("/bin/true")))
+
+
 def test_qsub_refusals_carry_pbs_message(executor: JobExecutor, tmp_path: Path,
                                          work_dir: Path) -> None:
     job = Job(JobSpec("/bin/true", attributes=JobAttributes(queue_name="nosuchqueue")))

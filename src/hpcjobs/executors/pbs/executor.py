@@ -122,10 +122,17 @@ class PBSJobExecutor(BatchSchedulerExecutor):
 
     # -- the script ---------------------------------------------------------------------
     def _validate(self, spec: JobSpec) -> None:
-        if ":" in str(self.work_directory):
+        work = str(self.work_directory)
+        if ":" in work:
             # qsub -o takes [host:]path: the first ':' would end a host name
-            raise InvalidJobException(f"the executor's work_directory {str(self.work_directory)!r} "
+            raise InvalidJobException(f"the executor's work_directory {work!r} "
                                       "contains a ':', which PBS cannot use in an output path")
+        if not work.isascii() or "\n" in work or "\r" in work:
+            # qsub refuses -o paths with non-ASCII characters ("illegal -o value"), and a
+            # #PBS line ends at a newline ("unmatched"): say so before anything is written
+            raise InvalidJobException(f"the executor's work_directory {work!r} contains a "
+                                      "non-ASCII character or a line break, which qsub "
+                                      "refuses in an output path")
         # (the spec's other checks are _directives', run before anything is written)
 
     def _resources(self, spec: JobSpec) -> dict[str, Any]:
