@@ -19,7 +19,7 @@ import pytest
 
 from hpcjobs import Job, JobAttributes, JobExecutor, JobSpec, JobState, ResourceSpecV1
 
-from pbs_helpers import WAIT, run
+from pbs_helpers import WAIT, qsub, run
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -139,3 +139,13 @@ def test_list_has_the_jobs_sent_in_an_array(executor: JobExecutor) -> None:
             job.cancel()
     for job in jobs:
         assert job.wait(timeout=WAIT).state is JobState.CANCELED  # type: ignore[union-attr]
+
+
+def test_an_array_attached_as_a_whole_has_no_exit_code_of_its_own(executor: JobExecutor) -> None:
+    # PBS gives the array Exit_status 0 when one of its subjobs failed: not an exit code
+    array_id = qsub("-J", "0-2", "--", "/bin/sh", "-c", "[ $PBS_ARRAY_INDEX -ne 1 ]")
+    job = Job()
+    executor.attach(job, array_id)
+    status = job.wait(timeout=WAIT)
+    assert status is not None and (status.state, status.exit_code) == (JobState.FAILED, None)
+    assert "a subjob failed" in (status.message or ""), status

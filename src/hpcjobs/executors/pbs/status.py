@@ -93,6 +93,10 @@ def _finished(ns: NativeStatus, job: dict[str, Any], comment: str) -> NativeStat
         ns.cause = Cause.CANCELED
         who = re.search(r"terminated by (\S+)", comment)
         ns.message = f"by {who.group(1)} ({detail})" if who else f"qdel ({detail})"
+    elif ns.state is JobState.FAILED and str(job.get("array")) == "True":
+        # an array (attached as 123[].server): its Exit_status is PBS's summary, 0 when a
+        # subjob failed (INDEX.md, "Array parent"), no job's exit code
+        ns.message = f"a subjob failed ({detail})"
     elif status is not None and status < 0:
         ns.cause, why = _PBS_KILLS.get(status, (None, f"PBS ended the job (JOB_EXEC code "
                                                       f"{status}, see the MoM's log)"))
