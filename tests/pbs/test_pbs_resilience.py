@@ -209,3 +209,19 @@ def test_a_long_name_is_cut_to_what_qsub_takes(executor: JobExecutor) -> None:
     executor.submit(job)
     assert final(job)[:2] == (JobState.COMPLETED, 0)
     assert qstat(job.native_id or "")["Job_Name"] == "n" * 230
+
+
+def test_a_qsub_that_hangs_after_a_short_job_ended_still_submitted_it(
+        pbs_server: None, work_dir: Path, tmp_path: Path) -> None:
+    # qsub submits, then hangs until it is given up on; meanwhile the job has run and
+    # ended: it is found in PBS's history by its script, not reported unsubmitted
+    bin_dir = shim(tmp_path / "bin", "qsub",
+                   'id=$("$REAL" "$@") || exit\n'
+                   'while "$(dirname "$REAL")/qstat" "$id" >/dev/null 2>&1; do sleep 0.2; done\n'
+                   'exec sleep 120')
+    with JobExecutor.get_instance("pbs", config={"work_directory": work_dir,
+                                                 "bin_directory": bin_dir,
+                                                 "command_timeout": 20.0}) as ex:
+        job = Job(JobSpec("/bin/sh", ["-c", "exit 3"]))
+        ex.submit(job)
+        assert final(job)[:2] == (JobState.FAILED, 3)

@@ -15,6 +15,7 @@ import getpass
 import json
 import logging
 import re
+import time
 from pathlib import Path
 from typing import Any, ClassVar, Iterable, Mapping, Optional, Sequence, Union
 
@@ -211,7 +212,18 @@ class PBSJobExecutor(BatchSchedulerExecutor):
 
     def _submit_lines(self) -> Iterable[tuple[str, str]]:
         return ((native_id, str(job.get(self.submit_arguments, "")))
-                for native_id, job in self._records(()).items())
+                for native_id, job in self._recent_records().items())
+
+    def _recent_records(self) -> dict[str, Any]:
+        """The records of this user's jobs created while a submit command could have run,
+        finished ones included: a short job may have ended before its timed-out qsub
+        was given up on, and it must be found all the same (it ran). ``qselect -x -tc``
+        picks them from the history (all of which ``qstat -x`` would print: tens of MB)."""
+        since = time.time() - self.config.command_timeout - 60.0  # (+ clock skew)
+        created = "-tc.ge." + time.strftime("%Y%m%d%H%M.%S", time.localtime(since))
+        ids = external.run(self._command("qselect", "-x", "-u", self._user, created),
+                           timeout=self.config.command_timeout).stdout.split()
+        return self._records(ids) if ids else {}
 
     def _native(self, native_id: str, record: dict[str, Any]) -> NativeStatus:
         """One of ``_records``' records in PSI/J terms (the flavour's state table)."""

@@ -100,6 +100,11 @@ class TorqueJobExecutor(PBSJobExecutor):
     def _native(self, native_id: str, record: dict[str, Any]) -> NativeStatus:
         return torque_native(native_id, record)
 
+    def _recent_records(self) -> dict[str, Any]:
+        # (the wrappers have no qselect; qstat -f lists the completed jobs too, until
+        # Slurm's MinJobAge)
+        return self._records(())
+
     def _list_ids(self) -> list[str]:
         # (the wrappers have no qselect)
         return [native_id for native_id, job in self._records(()).items()
