@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from hpcjobs import Job, JobExecutor, JobSpec, JobState, ResourceSpecV1
 from hpcjobs.executors.pbs import pbs_exec_bin
 
 WAIT = 180.0  # upper bound for any wait (never a timing assertion)
@@ -72,3 +73,18 @@ def shim(directory: Path, name: str, body: str) -> Path:
     path.write_text(f"#!/bin/sh\nREAL={command(name)}\n{body}\n")
     path.chmod(0o755)
     return directory
+
+
+def whole_node() -> ResourceSpecV1:
+    """Every cpu of the server's (first) node, for one process."""
+    nodes = json.loads(run("pbsnodes", "-a", "-F", "json").stdout)["nodes"]
+    ncpus = int(next(iter(nodes.values()))["resources_available"]["ncpus"])
+    return ResourceSpecV1(process_count=1, cpu_cores_per_process=ncpus)
+
+
+def running_blocker(executor: JobExecutor) -> Job:
+    """A job taking the whole node, once it runs: the jobs after it wait (cancel it)."""
+    blocker = Job(JobSpec("/bin/sleep", ["600"], resources=whole_node()))
+    executor.submit(blocker)
+    assert blocker.wait(timeout=WAIT, target_states=JobState.ACTIVE) is not None
+    return blocker

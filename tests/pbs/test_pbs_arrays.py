@@ -8,7 +8,6 @@ attach work per subjob; a burst larger than the array limit is split.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from hpcjobs import Job, JobAttributes, JobExecutor, JobSpec, JobState, ResourceSpecV1
+from hpcjobs import Job, JobAttributes, JobExecutor, JobSpec, JobState
 
-from pbs_helpers import WAIT, qsub, run
+from pbs_helpers import WAIT, qsub, run, running_blocker, whole_node
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -104,13 +103,8 @@ def test_a_subjob_deleted_while_queued_is_cancelled(executor: JobExecutor,
                                                     work_dir: Path) -> None:
     # deleted by plain qdel (another process, say): PBS shows it X with its queued
     # substate while the array lives, then F/93 with a placeholder Exit_status 1
-    nodes = json.loads(run("pbsnodes", "-a", "-F", "json").stdout)["nodes"]
-    ncpus = int(next(iter(nodes.values()))["resources_available"]["ncpus"])
-    whole = ResourceSpecV1(process_count=1, cpu_cores_per_process=ncpus)
-    blocker = Job(JobSpec("/bin/sleep", ["600"], resources=whole))
-    executor.submit(blocker)
-    assert blocker.wait(timeout=WAIT, target_states=JobState.ACTIVE) is not None
-    jobs = [Job(JobSpec("/bin/sh", ["-c", "exit 5"], resources=whole)) for _ in range(2)]
+    blocker = running_blocker(executor)
+    jobs = [Job(JobSpec("/bin/sh", ["-c", "exit 5"], resources=whole_node())) for _ in range(2)]
     try:
         executor.submit_many(jobs)
         run("qdel", str(jobs[1].native_id))

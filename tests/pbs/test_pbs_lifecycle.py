@@ -16,7 +16,7 @@ import pytest
 from hpcjobs import (Job, JobAttributes, JobExecutor, JobSpec, JobState, JobStatus,
                      ResourceSpecV1)
 
-from pbs_helpers import WAIT, qstat, qsub, run, wait_until
+from pbs_helpers import WAIT, qstat, qsub, run, running_blocker, wait_until, whole_node
 
 
 def recorded(job: Job) -> list[JobStatus]:
@@ -113,13 +113,8 @@ def test_a_job_that_can_never_run_fails_with_pbs_note(executor: JobExecutor) -> 
 
 
 def test_pending_reason_from_pbs_comment(executor: JobExecutor) -> None:
-    nodes = json.loads(run("pbsnodes", "-a", "-F", "json").stdout)["nodes"]
-    ncpus = int(next(iter(nodes.values()))["resources_available"]["ncpus"])
-    whole_node = ResourceSpecV1(process_count=1, cpu_cores_per_process=ncpus)
-    blocker = Job(JobSpec("/bin/sleep", ["600"], resources=whole_node))
-    executor.submit(blocker)
-    assert blocker.wait(timeout=WAIT, target_states=JobState.ACTIVE) is not None
-    job = Job(JobSpec("/bin/true", resources=whole_node))
+    blocker = running_blocker(executor)
+    job = Job(JobSpec("/bin/true", resources=whole_node()))
     executor.submit(job)
     wait_until(lambda: "Not Running" in str((job.status.metadata or {}).get("reason_pending")),
                "PBS's comment as the pending reason")
