@@ -225,3 +225,14 @@ def test_a_qsub_that_hangs_after_a_short_job_ended_still_submitted_it(
         job = Job(JobSpec("/bin/sh", ["-c", "exit 3"]))
         ex.submit(job)
         assert final(job)[:2] == (JobState.FAILED, 3)
+
+
+def test_a_backslash_in_a_qsub_command_line_leaves_qstat_readable(executor: JobExecutor) -> None:
+    # qstat -F json prints Submit_arguments with its backslashes raw ("a\qb": an invalid
+    # JSON escape), which made every answer naming such a job unreadable
+    odd = qsub("-v", "X=a\\qb", "--", "/bin/sh", "-c", "sleep 1; exit 4", user="pbsuser")
+    plain = qsub("--", "/bin/sh", "-c", "sleep 1; exit 6")
+    jobs = [Job(), Job()]
+    for job, native_id in zip(jobs, (odd, plain)):
+        executor.attach(job, native_id)
+    assert [final(job)[:2] for job in jobs] == [(JobState.FAILED, 4), (JobState.FAILED, 6)]

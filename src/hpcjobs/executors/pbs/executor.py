@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import getpass
-import json
 import logging
 import re
 import time
@@ -28,7 +27,7 @@ from ..batch.arrays import ArrayDir
 from ..batch.script import directive_value, safe_job_name, walltime
 from .commands import flavour_of, pbs_exec_bin
 from .directives import custom, pbs_resources
-from .status import native
+from .status import loads, native
 
 __all__ = ["PBSConfig", "PBSJobExecutor", "pbs_exec_bin"]
 
@@ -186,7 +185,7 @@ class PBSJobExecutor(BatchSchedulerExecutor):
         out = external.run(self._command("qstat", "-B", "-f", "-F", "json"),
                            timeout=self.config.command_timeout).stdout
         limit = 10000
-        for server in json.loads(out, strict=False).get("Server", {}).values():
+        for server in loads(out).get("Server", {}).values():
             limit = int(server.get("max_array_size", 10000))
         return limit
 
@@ -203,8 +202,7 @@ class PBSJobExecutor(BatchSchedulerExecutor):
         # complaint (server down, ...) makes the whole answer untrustworthy
         result = self._run_status(argv, _UNKNOWN)
         try:
-            # strict=False: raw control characters in variable values (INDEX.md, 13)
-            jobs: dict[str, Any] = json.loads(result.stdout, strict=False).get("Jobs", {})
+            jobs: dict[str, Any] = loads(result.stdout).get("Jobs", {})
         except ValueError as e:  # (unparsable output)
             raise CommandError(result.argv, result.returncode, result.stdout,
                                result.stderr) from e

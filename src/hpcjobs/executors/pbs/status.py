@@ -8,6 +8,7 @@ The Torque flavour (torque.py) shares :func:`exit_code` and :func:`timestamp`.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Optional
 
@@ -16,7 +17,7 @@ from ...state import JobState
 from ..batch import NativeStatus
 from ..batch.native import local_time
 
-__all__ = ["PBS_STATES", "exit_code", "native", "timestamp"]
+__all__ = ["PBS_STATES", "exit_code", "loads", "native", "timestamp"]
 
 _Q, _A = JobState.QUEUED, JobState.ACTIVE
 
@@ -47,6 +48,28 @@ _PBS_KILLS: dict[int, tuple[Optional[Cause], str]] = {
 _NEVER = "Can Never Run"
 #: PBS's comment on a subjob that ended without running: deleted while queued
 _SUBJOB_DELETED = "Subjob finished"
+
+
+# a JSON escape, or a backslash that starts none: OpenPBS 23.06 prints the qsub command
+# line (Submit_arguments) with its backslashes as they are, so "qsub -v X=a\qb" or a
+# script path with a backslash make an invalid escape ("\q"); read left to right, so
+# that the second backslash of an escaped one ("\\q") is not taken for a raw one
+_ESCAPE = re.compile(r'\\(["\\/bfnrt]|u[0-9A-Fa-f]{4})?')
+
+
+def loads(text: str) -> dict[str, Any]:
+    """``qstat -F json``'s output as a dict (ValueError if it is not JSON): raw control
+    characters allowed (values are printed raw, INDEX.md "JSON quirks"), and raw
+    backslashes read as themselves, or one job's command line anywhere in the answer
+    (any user's: the many-jobs query lists them all) would make all of it unreadable."""
+    try:
+        data = json.loads(text, strict=False)
+    except ValueError:
+        data = json.loads(_ESCAPE.sub(lambda m: m.group(0) if m.group(1) else "\\\\", text),
+                          strict=False)
+    if not isinstance(data, dict):
+        raise ValueError(f"not a qstat -F json object: {text[:100]!r}")
+    return data
 
 
 def native(native_id: str, job: dict[str, Any]) -> NativeStatus:
