@@ -100,6 +100,21 @@ def test_other_users_jobs_are_visible_but_never_touched(executor: JobExecutor) -
         run("qdel", *theirs, check=False)
 
 
+def test_another_users_job_that_can_never_run_is_reported_not_deleted(
+        executor: JobExecutor) -> None:
+    # attached, not submitted: PBS's "Can Never Run" ends it FAILED here, but the job is
+    # its submitter's to delete (this client is root: qdel would have removed it)
+    theirs = qsub("-l", "select=1:ncpus=999", "--", "/bin/true", user="pbsuser")
+    try:
+        job = Job()
+        executor.attach(job, theirs)
+        state, _, message = final(job)
+        assert state is JobState.FAILED and "Can Never Run" in message
+        assert qstat(theirs)["job_state"] == "Q"
+    finally:
+        run("qdel", theirs, check=False)
+
+
 def test_hostile_names_and_arguments_reach_the_job(executor: JobExecutor,
                                                    tmp_path: Path) -> None:
     out = tmp_path / "out"

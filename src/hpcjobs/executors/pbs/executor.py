@@ -234,8 +234,13 @@ class PBSJobExecutor(BatchSchedulerExecutor):
              and k.split(".", 1)[0] == native_id), None)
 
     def _describe_final(self, statuses: Sequence[NativeStatus]) -> None:
-        # a job PBS says can never run is deleted, so that it does not wait forever
-        never = [ns.native_id for ns in statuses if ns.native_state == "Q"]
+        # a job PBS says can never run is deleted, so that it does not wait forever; only
+        # a job of ours (one with a job directory here): a job submitted otherwise and
+        # merely attached is the business of whoever submitted it (root's client could
+        # delete any user's job), and it is reported FAILED all the same
+        with self._lock:
+            never = [ns.native_id for ns in statuses if ns.native_state == "Q"
+                     and (t := self._tracked.get(ns.native_id)) is not None and t.job_dir is not None]
         if never:
             try:
                 external.run(self._command("qdel", *never), timeout=self.config.command_timeout)
