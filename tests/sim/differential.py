@@ -283,9 +283,10 @@ def write_inputs(case: Case, where: Path) -> tuple[Path, Path]:
     return platform, workload
 
 
-def run(case: Case, program: list[str], where: Path, timeout: float = 30.0) -> Run:
+def run(case: Case, program: list[str], where: Path, timeout: float = 30.0, quiet: bool = True) -> Run:
     """Run ``case`` on the simulator started by ``program`` (its argv before Batsim's
-    flags) in the directory ``where``."""
+    flags) in the directory ``where``; without ``quiet``, no ``-q``: the simulator logs
+    as ``program`` asks (its stderr is :attr:`Run.stderr`)."""
     where.mkdir(parents=True, exist_ok=True)
     platform, workload = write_inputs(case, where)
     endpoint = f"ipc://{where}/dp.sock"
@@ -298,7 +299,7 @@ def run(case: Case, program: list[str], where: Path, timeout: float = 30.0) -> R
     # would not hold from `where` and `-m hpcjobs.sim` would find the installed copy
     path = os.pathsep.join(filter(None, [_SRC, os.environ.get("PYTHONPATH")]))
     proc = subprocess.Popen([*program, "-p", str(platform), "-w", str(workload), "-s", endpoint,
-                             "-e", str(prefix), "-q", *case.flags()],
+                             "-e", str(prefix), *(["-q"] if quiet else []), *case.flags()],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=where,
                             env={**os.environ, "PYTHONPATH": path})
     decider = Decider(case)
