@@ -13,8 +13,12 @@ Needs a ``batsim`` program on PATH: skips without one, fails under ``CI=true``.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -74,6 +78,31 @@ def test_walltime_ties_are_the_parallel_tasks_ending_at_their_walltime() -> None
     assert walltime_ties(case) == set()
 
 
+
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "differential.py"
+
+
+def test_the_script_explains_a_case_with_batsims_own_log(batsim: str, tmp_path: Path) -> None:
+    """--explain: both transcripts a message a line, and Batsim's debug log kept, with
+    each internal message stamped to 1e-12 s (docs/sim.md, "What Batsim's own log shows")."""
+    done = subprocess.run([sys.executable, str(SCRIPT), "--explain", "1", "--batsim", batsim],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "agree; Batsim's debug log: differential-1-batsim.log"
+    shown = [line for line in lines if line.startswith("    0 batsim ")]
+    assert shown and "SIMULATION_BEGINS" in shown[0]
+    log = (tmp_path / "differential-1-batsim.log").read_text()
+    assert re.search(r"^\[0\.000000000100\] \[\S+\] message from '\S+' to 'server' .* done$", log, re.M), log[:3000]
+
+
+def test_the_script_reports_fresh_seeds_as_one_json_line(batsim: str) -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), "--seeds", "2", "--first", "1", "--batsim", batsim],
+                          capture_output=True, text=True, timeout=120)
+    summary = json.loads(done.stdout.splitlines()[-1])
+    assert (summary["first_seed"], summary["seeds"], summary["disagreements"]) == (1, 2, 0)
+    assert done.returncode == 0
 D1 = {"type": "delay", "delay": 1}
 #: workloads real Batsim refuses (it aborts before its first message), and the words
 #: hpcjobs.sim's refusal must contain besides the file: the job or profile, the rule
