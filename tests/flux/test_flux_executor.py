@@ -191,12 +191,21 @@ def test_nonexistent_command(executor: JobExecutor) -> None:
                               "exited with code 127")
 
 
-def test_badcwd_runs_in_tmp(executor: JobExecutor, tmp_path: Path) -> None:
-    """badcwd.txt: Flux warns and runs the job in /tmp; the executor reports that."""
+@pytest.mark.parametrize("make", ["missing", "a file", "quote'and space"])
+def test_a_directory_the_job_cannot_enter_fails_it(executor: JobExecutor, tmp_path: Path, make: str) -> None:
+    """Flux's shell would run the job in /tmp (badcwd.txt): the job fails instead, before
+    its program runs (cwd.lua), as on the other backends."""
+    directory = tmp_path / make
+    if make == "a file":
+        directory.write_text("")
     out = tmp_path / "out"
-    status = run(executor, JobSpec("/bin/pwd", directory="/nonexistent-dir",
-                                   stdout_path=out))
-    assert status.state is JobState.COMPLETED and out.read_text() == "/tmp\n"
+    status = run(executor, JobSpec("/bin/pwd", directory=directory, stdout_path=out))
+    reason = "not a directory, or not searchable" if make == "a file" else "No such file or directory"
+    assert status.state is JobState.FAILED, status
+    # then how the shell ended: its own exit or Flux's SIGTERM after the exception, a race
+    assert status.message is not None and status.message.startswith(
+        f"could not be started: cannot use the job's directory {directory}: {reason}; "), status
+    assert not out.exists() or out.read_text() == ""  # /bin/pwd never ran
 
 
 def test_infeasible(executor: JobExecutor) -> None:

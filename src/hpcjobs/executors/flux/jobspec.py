@@ -28,6 +28,8 @@ _DEFAULT_URGENCY = 16
 #: the launchers whose processes Flux starts as its own tasks (ranks.sh)
 _PLACED_BY_FLUX = ("single", "multiple", "mpirun")
 _RANKS = Path(__file__).with_name("ranks.sh")
+#: the shell initrc that fails a job whose directory its shell cannot enter (cwd.lua)
+_CWD_CHECK = Path(__file__).with_name("cwd.lua")
 
 
 class FluxSubmission(NamedTuple):
@@ -79,6 +81,8 @@ def build_jobspec(flux_job: Any, spec: JobSpec, launcher: Launcher) -> FluxSubmi
     except (ValueError, TypeError) as e:
         raise InvalidJobException(f"ResourceSpecV1: Flux refuses the request: {e}") from None
     _set_stdio(js, spec, cwd)
+    # (before the custom attributes: a 'userrc' of the user's own replaces this check)
+    js.setattr_shell_option("userrc", str(_CWD_CHECK))
     js.duration = attrs.duration.total_seconds()  # 0 means no limit to Flux
     if attrs.queue_name is not None:
         js.setattr("system.queue", attrs.queue_name)
