@@ -149,6 +149,33 @@ def test_missing_executable_is_refused_or_fails_clearly(executor: JobExecutor,
     assert status.message and "hpcjobs-no-such-program" in status.message
 
 
+@pytest.mark.requires("executes")
+@pytest.mark.parametrize("field", ["directory", "stdout_path", "stdin_path"])
+def test_a_directory_or_stream_the_job_cannot_use_fails_it_before_it_runs(
+        executor: JobExecutor, wait_final: WaitFinal, tmp_path: Path, field: str) -> None:
+    """Refused, or FAILED naming the path, and the program never runs: Slurm's and
+    Flux's own answer to a directory they cannot enter is to run the job in /tmp."""
+    missing = tmp_path / "no-such-dir"
+    marker = tmp_path / "ran"
+    spec = JobSpec("/bin/sh", ["-c", f"touch '{marker}'"])
+    if field == "directory":
+        spec.directory = missing
+    elif field == "stdout_path":
+        spec.stdout_path = missing / "out"
+    else:
+        spec.stdin_path = missing / "in"
+    job = Job(spec)
+    try:
+        executor.submit(job)
+    except (SubmitException, InvalidJobException) as e:
+        assert str(missing) in str(e)
+        return
+    status = wait_final(job)
+    assert status.state is JobState.FAILED, status
+    assert status.message and str(missing) in status.message, status
+    assert not marker.exists()
+
+
 @pytest.mark.requires("cancel")
 def test_cancel_running_job(executor: JobExecutor, launcher: str, wait_final: WaitFinal) -> None:
     rec = _Recorder()

@@ -50,6 +50,8 @@ def test_directive_values_that_sbatch_would_misread_are_refused() -> None:
     ("3 -", JobState.FAILED, 3, "exited with code 3"),
     ("137 -", JobState.FAILED, -9, "killed by signal 9 (SIGKILL)"),
     ("143 TERM", JobState.FAILED, -15, "killed by signal 15 (SIGTERM)"),
+    ("3 - -", JobState.FAILED, 3, "exited with code 3"),  # the third field since
+    ("143 TERM -", JobState.FAILED, -15, "killed by signal 15 (SIGTERM)"),
 ])
 def test_exit_records(tmp_path: Path, text: str, state: JobState, code: int,
                       message: str | None) -> None:
@@ -62,6 +64,14 @@ def test_exit_records(tmp_path: Path, text: str, state: JobState, code: int,
     status = record.final_status()
     assert (status.state, status.exit_code, status.message) == (state, code, message)
     assert job_dir.path.stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.parametrize("field", ["directory", "stdin_path", "stdout_path", "stderr_path"])
+def test_a_record_names_the_field_the_script_could_not_use(tmp_path: Path, field: str) -> None:
+    job_dir = JobDir.create(tmp_path, "job")
+    (job_dir.path / "exitcode").write_text(f"1 - {field}\n")
+    record = job_dir.exit_record()
+    assert record is not None and (record.status, record.caught, record.unusable) == (1, None, field)
 
 
 @pytest.mark.parametrize("partial", ["", "1", "137", "143 TE"])

@@ -9,15 +9,17 @@
 #PBS -k oed
 # The script records its own life in its job directory, so the client sees the job
 # start and end without asking the scheduler: "started" when it begins, "exitcode"
-# ("<status> <signal the script caught, or ->") when it ends, also after a SIGTERM
-# (walltime, cancel). A scheduler may send that SIGTERM to this shell only (Slurm does;
-# PBS signals the whole session): the job runs in the background so that the trap runs
-# at once, whichever the scheduler, and passes the signal on.
+# ("<status> <signal the script caught, or -> <the JobSpec field it could not use, or
+# ->") when it ends, also after a SIGTERM (walltime, cancel). A scheduler may send that
+# SIGTERM to this shell only (Slurm does; PBS signals the whole session): the job runs
+# in the background so that the trap runs at once, whichever the scheduler, and passes
+# the signal on.
 # After each, a note to the submitting executor's monitor so that it looks at this job's
 # files without scanning every job's (batch/changes.py); no notes directory, no note.
 # These files are private (umask 077); the job itself runs under the user's umask.
 _hj_dir=/home/user/.hpcjobs/work/batch/job-1
 _hj_caught=-
+_hj_unusable=-
 _hj_pid=
 _hj_umask=
 while read -r _hj_key _hj_value; do
@@ -28,7 +30,7 @@ umask 077
 _hj_changed() { :; }
 _hj_record() {
     umask 077
-    printf '%s %s\n' "$1" "$_hj_caught" >"$_hj_dir/exitcode" && _hj_changed
+    printf '%s %s %s\n' "$1" "$_hj_caught" "$_hj_unusable" >"$_hj_dir/exitcode" && _hj_changed
 }
 trap '_hj_caught=TERM; _hj_woken=1; [ -z "$_hj_pid" ] || kill -s TERM "$_hj_pid" 2>/dev/null' TERM
 trap '_hj_record "$?"' EXIT

@@ -7,8 +7,9 @@ Layout (``<work directory>/<job id>/``, mode 0700)::
                  scheduler that cannot carry it, when the spec inherits it)
     batch.out    the scheduler's stdout/stderr of the script (and the job's, by default)
     started      written when the script begins (its mtime is the start time)
-    exitcode     "<status> <caught signal or ->" written when the script ends, also when
-                 it is terminated with SIGTERM (walltime, cancel), via a trap
+    exitcode     "<status> <caught signal or -> <unusable JobSpec field or ->" written
+                 when the script ends, also when it is terminated with SIGTERM
+                 (walltime, cancel), via a trap
 
 A lone job's directory is usually made ahead of its job, while the previous submit
 command runs, as ``<work directory>/.spare-<uuid>/`` (with its ``batch.out``, an empty
@@ -81,6 +82,9 @@ class ExitRecord:
     status: int            # the job's shell exit status (128+N: killed by signal N)
     caught: Optional[str]  # a signal the script itself received (TERM), else None
     mtime: float           # when it was written
+    #: the JobSpec field the script could not use where the job ran, so that the job
+    #: never started ("directory", "stdin_path", "stdout_path", "stderr_path"), else None
+    unusable: Optional[str] = None
 
     @property
     def exit_code(self) -> int:
@@ -227,4 +231,5 @@ class JobDir:
         except (OSError, ValueError, IndexError):
             return None
         caught = fields[1] if len(fields) > 1 and fields[1] != "-" else None
-        return ExitRecord(status, caught, mtime)
+        unusable = fields[2] if len(fields) > 2 and fields[2] != "-" else None
+        return ExitRecord(status, caught, mtime, unusable)

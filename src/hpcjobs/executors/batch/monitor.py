@@ -186,7 +186,7 @@ class BatchMonitor(BatchHooks):
         t.exit_mtime = record.mtime
         t.started = True
         if final:
-            self._report(t, _explain(t, record.final_status()), ran=True)
+            self._report(t, _explain(t, record), ran=True)
             return True
         # the script was sent SIGTERM (walltime, cancel, preemption) or the job was killed
         # by a signal (the kernel's OOM killer, a node failing): the scheduler knows why
@@ -418,11 +418,25 @@ class BatchMonitor(BatchHooks):
 
 # the shell's exit statuses for a program that could not be started
 _NOT_STARTED = {126: "found but not executable", 127: "not found"}
+# what the job script found wrong with a JobSpec field it could not use (batch_body)
+_UNUSABLE = {"directory": ": cd failed", "stdin_path": ": not readable",
+             "stdout_path": ": its directory does not exist",
+             "stderr_path": ": its directory does not exist"}
 
 
-def _explain(t: _Tracked, status: JobStatus) -> JobStatus:
-    """Name the executable when the status is the shell's "cannot run it" (126, 127)."""
+def _explain(t: _Tracked, record: ExitRecord) -> JobStatus:
+    """The final status ``record`` tells, saying what the job could not use (its
+    directory, a stream: it never ran, as on the local executor) or naming the
+    executable when the status is the shell's "cannot run it" (126, 127)."""
     spec = t.jobs[0].spec
+    if record.unusable is not None:
+        value = getattr(spec, record.unusable, None) if spec is not None else None
+        what = f"JobSpec.{record.unusable}" + ("" if value is None else f" {str(value)!r}")
+        fault = _UNUSABLE.get(record.unusable, "")
+        if record.unusable == "directory" and t.job_dir is not None:
+            fault += f" (its error is in {t.job_dir.batch_output})"
+        return ended(None, record.mtime, reason=f"cannot use {what} where the job ran{fault}")
+    status = record.final_status()
     why = _NOT_STARTED.get(status.exit_code or 0)
     if why is not None and spec is not None and spec.executable:
         status.message = (f"{status.message} (the shell's status for a command {why}: is "
