@@ -70,6 +70,9 @@ def shim(directory: Path, name: str, body: str) -> Path:
         if other != name and not (directory / other).exists():
             (directory / other).symlink_to(command(other))
     path = directory / name
+    # a second shim in the same directory replaces the link an earlier one made to the
+    # real command: writing through that link would overwrite the real command itself
+    path.unlink(missing_ok=True)
     path.write_text(f"#!/bin/sh\nREAL={command(name)}\n{body}\n")
     path.chmod(0o755)
     return directory

@@ -242,6 +242,32 @@ def test_a_qsub_that_hangs_after_a_short_job_ended_still_submitted_it(
         assert final(job)[:2] == (JobState.FAILED, 3)
 
 
+def test_a_timed_out_qsub_is_found_among_a_busy_minute_of_jobs(
+        pbs_server: None, work_dir: Path, tmp_path: Path) -> None:
+    # the search reads the recent history a chunk of ids per qstat, newest first: one
+    # qstat of a busy minute's 3,000 ids outlasted the command timeout and the job, which
+    # had run, was reported unsubmitted. Here qstat refuses more than 100 ids at once
+    # (standing in for the time so many take), with 150 other jobs in the window.
+    held = [qsub("-h", "--", "/bin/true") for _ in range(150)]
+    try:
+        bin_dir = shim(tmp_path / "bin", "qsub",
+                       'id=$("$REAL" "$@") || exit\n'
+                       'while "$(dirname "$REAL")/qstat" "$id" >/dev/null 2>&1; do sleep 0.2; done\n'
+                       'exec sleep 120')
+        shim(bin_dir, "qstat",
+             'n=0; for a; do case $a in [0-9]*) n=$((n + 1)) ;; esac; done\n'
+             '[ "$n" -le 100 ] || { echo "qstat: $n ids at once" >&2; exit 9; }\n'
+             'exec "$REAL" "$@"')
+        with JobExecutor.get_instance("pbs", config={"work_directory": work_dir,
+                                                     "bin_directory": bin_dir,
+                                                     "command_timeout": 20.0}) as ex:
+            job = Job(JobSpec("/bin/sh", ["-c", "exit 3"]))
+            ex.submit(job)
+            assert final(job)[:2] == (JobState.FAILED, 3)
+    finally:
+        run("qdel", *held, check=False)
+
+
 def test_a_backslash_in_a_qsub_command_line_leaves_qstat_readable(executor: JobExecutor) -> None:
     # qstat -F json prints Submit_arguments with its backslashes raw ("a\qb": an invalid
     # JSON escape), which made every answer naming such a job unreadable

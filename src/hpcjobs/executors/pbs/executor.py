@@ -43,6 +43,15 @@ _MAX_JOB_NAME = 230
 # every job asked about with it from ever changing state
 _UNKNOWN = re.compile(r"^qstat: (Unknown Job Id|illegally formed job identifier|"
                       r".* Job has finished)")
+# ids per qstat while looking for the job of a timed-out qsub (_submit_lines)
+_LOOKUP_CHUNK = 100
+_SEQUENCE = re.compile(r"[0-9]*")
+
+
+def _sequence(native_id: str) -> int:
+    """The sequence number of a PBS job id (123 of ``123.server``, ``123[].server``)."""
+    digits = _SEQUENCE.match(native_id)
+    return int(digits.group()) if digits and digits.group() else -1
 
 
 @dataclasses.dataclass
@@ -209,19 +218,22 @@ class PBSJobExecutor(BatchSchedulerExecutor):
         return jobs
 
     def _submit_lines(self) -> Iterable[tuple[str, str]]:
-        return ((native_id, str(job.get(self.submit_arguments, "")))
-                for native_id, job in self._recent_records().items())
-
-    def _recent_records(self) -> dict[str, Any]:
-        """The records of this user's jobs created while a submit command could have run,
-        finished ones included: a short job may have ended before its timed-out qsub
-        was given up on, and it must be found all the same (it ran). ``qselect -x -tc``
-        picks them from the history (all of which ``qstat -x`` would print: tens of MB)."""
+        """The submit lines of this user's jobs created while a submit command could
+        have run, finished ones included: a short job may have ended before its
+        timed-out qsub was given up on, and it must be found all the same (it ran).
+        ``qselect -x -tc`` picks them from the history (all of which ``qstat -x`` would
+        print: tens of MB); they are read newest first (the job sought is the last one
+        made), a chunk of ids per ``qstat``, so that the search stops where it succeeds:
+        a minute of a busy user's jobs in one ``qstat`` (3,000 seen) outlasts the
+        command timeout, and the job would be lost."""
         since = time.time() - self.config.command_timeout - 60.0  # (+ clock skew)
         created = "-tc.ge." + time.strftime("%Y%m%d%H%M.%S", time.localtime(since))
         ids = external.run(self._command("qselect", "-x", "-u", self._user, created),
                            timeout=self.config.command_timeout).stdout.split()
-        return self._records(ids) if ids else {}
+        ids.sort(key=_sequence, reverse=True)
+        for start in range(0, len(ids), _LOOKUP_CHUNK):
+            for native_id, job in self._records(ids[start:start + _LOOKUP_CHUNK]).items():
+                yield native_id, str(job.get(self.submit_arguments, ""))
 
     def _native(self, native_id: str, record: dict[str, Any]) -> NativeStatus:
         """One of ``_records``' records in PSI/J terms (the flavour's state table)."""
