@@ -24,6 +24,7 @@ from typing import (TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, List, Mapp
 from . import plugins
 from .errors import (BulkSubmitException, ExecutorNotFoundError, InvalidJobException,
                      InvalidJobStateError, SubmitException)
+from .exec_limits import check_exec_strings
 from .job import Job, StatusCallback, as_function
 from .private import make_dirs
 from .dispatch import CallbackDispatcher
@@ -93,6 +94,9 @@ class JobExecutor(ABC):
     version_string: ClassVar[str] = "0.1.0"
     #: the configuration class this executor accepts
     config_class: ClassVar[type[JobExecutorConfig]] = JobExecutorConfig
+    #: whether the backend starts the job's program (execve(2)), so that Linux's limit
+    #: on one argument or environment entry applies (exec_limits.py); a simulator's does not
+    execs_programs: ClassVar[bool] = True
 
     def __init__(self, url: Optional[str] = None,
                  config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> None:
@@ -245,13 +249,19 @@ class JobExecutor(ABC):
         spec = job.spec
         if spec is None:
             raise InvalidJobException(f"job {job.id} has no spec")
-        spec.validate()
-        self._launcher(spec)  # an unknown launcher is an invalid job
-        self._validate(spec)
+        self._check_spec(spec)
         state = job._claim(self)
         if state is not None:
             raise InvalidJobStateError(f"job {job.id} was already submitted (state {state})")
         return spec
+
+    def _check_spec(self, spec: JobSpec) -> None:
+        """Every check of ``spec`` before a submit: InvalidJobException naming the field."""
+        spec.validate()
+        self._launcher(spec)  # an unknown launcher is an invalid job
+        if self.execs_programs:
+            check_exec_strings(spec)
+        self._validate(spec)
 
     def _validate(self, spec: JobSpec) -> None:
         """Hook: backend-specific checks; raise InvalidJobException naming the field."""

@@ -25,6 +25,7 @@ import pytest
 
 from hpcjobs import Job, JobExecutor, JobSpec, JobState
 from hpcjobs.errors import CommandError, InvalidJobException, SubmitException
+from hpcjobs.exec_limits import MAX_ARG_STRLEN
 from hpcjobs.executors.batch import BatchSchedulerExecutor, JobDir, NativeStatus
 from hpcjobs.executors.batch.native import local_time
 
@@ -308,6 +309,16 @@ def test_a_backend_linking_at_submit_has_the_link_when_submit_returns(
         assert found is not None and found.path.name == job.id
     finally:
         ex.close()
+
+
+def test_a_script_is_refused_for_what_a_submit_is(executor: FakeBackend, tmp_path: Path) -> None:
+    # render_script shows what submit would send, so it checks as submit does, up to
+    # the limit of execve(2) on one argument, which every backend that starts programs shares
+    spec = JobSpec("/bin/true", ["a" * MAX_ARG_STRLEN])
+    with pytest.raises(InvalidJobException, match=r"JobSpec\.arguments\[0\] is"):
+        executor.render_script(spec, tmp_path / "job")
+    spec.arguments = ["a" * (MAX_ARG_STRLEN - 1)]
+    assert "a" * (MAX_ARG_STRLEN - 1) in executor.render_script(spec, tmp_path / "job")
 
 
 def spares(work: Path) -> list[Path]:

@@ -16,6 +16,7 @@ import pytest
 
 from hpcjobs import (InvalidJobException, Job, SubmitException, JobAttributes, JobSpec, JobState, JobStatus,
                      ResourceSpecV1)
+from hpcjobs.exec_limits import MAX_ARG_STRLEN
 from hpcjobs.executors.batsim import BatsimJobExecutor
 
 MakeExecutor = Callable[..., BatsimJobExecutor]
@@ -94,6 +95,17 @@ def test_explicit_profile_with_return_code(make_executor: MakeExecutor) -> None:
     ex.submit(job)
     status = finish(job)
     assert (status.state, status.exit_code, status.time) == (JobState.FAILED, 2, 3.0)
+
+
+def test_a_simulated_job_is_not_held_to_the_limits_of_exec(make_executor: MakeExecutor) -> None:
+    # nothing is started: an argument longer than execve(2) takes is only a name
+    ex = make_executor()
+    longer = "a" * MAX_ARG_STRLEN
+    job = Job(JobSpec("my-solver", [longer], environment={"LONG": longer},
+                      attributes=JobAttributes(custom_attributes={
+                          "batsim.profile": {"type": "delay", "delay": 3}})))
+    ex.submit(job)
+    assert finish(job).state is JobState.COMPLETED
 
 
 @pytest.mark.parametrize("spec, field", [

@@ -335,8 +335,7 @@ class BatchSchedulerExecutor(BatchMonitor):
     def render_script(self, spec: JobSpec, job_dir: Path) -> str:
         """The batch script ``submit`` would write for ``spec`` into ``job_dir`` (for
         inspection and golden-file tests); InvalidJobException like ``submit``."""
-        spec.validate()
-        self._validate(spec)
+        self._check_spec(spec)
         job_dir_ = JobDir(job_dir)
         return self._render(spec, job_dir_, self._directives(spec, job_dir_), None)
 

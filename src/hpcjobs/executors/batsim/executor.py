@@ -46,6 +46,8 @@ class BatsimJobExecutor(JobExecutor):
 
     name = "batsim"
     config_class = BatsimExecutorConfig
+    # a job is simulated, its program never started: its command only names a profile
+    execs_programs = False
 
     def __init__(self, url: Optional[str] = None,
                  config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> None:
