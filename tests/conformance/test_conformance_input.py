@@ -165,6 +165,15 @@ def _changed_resources(**counts: int) -> ResourceSpecV1:
     return res
 
 
+@pytest.mark.requires("executes")
+def test_a_string_no_bytes_stand_for_is_refused(executor: JobExecutor) -> None:
+    """A lone surrogate (not os.fsdecode's stand-in for an undecodable byte, which is
+    passed as that byte) cannot be given to a program: refused, nothing submitted."""
+    _assert_refused(executor, JobSpec("/bin/echo", ["a\ud800b"]), r"JobSpec\.arguments\[0\] holds U\+D800")
+    _assert_refused(executor, JobSpec("/bin/echo", environment={"V": "\udfff"}),
+                    r"JobSpec\.environment\['V'\] holds U\+DFFF")
+
+
 @pytest.mark.parametrize("spec, field", [
     (JobSpec("/bin/true", directory="relative/dir"), "directory"),
     (JobSpec(None), "executable"),

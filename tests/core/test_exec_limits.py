@@ -53,8 +53,19 @@ def test_an_undecodable_byte_counts_as_the_one_byte_the_job_gets() -> None:
     check_exec_strings(JobSpec("/bin/true", [undecodable * (LIMIT - 1)]))
     with pytest.raises(InvalidJobException, match=rf"is {LIMIT} bytes"):
         check_exec_strings(JobSpec("/bin/true", [undecodable * LIMIT]))
-    # a surrogate no byte gives cannot be passed at all; measuring it must not raise
-    check_exec_strings(JobSpec("/bin/true", ["\ud800" * (LIMIT // 4)]))
+
+
+@pytest.mark.parametrize("spec, what", [
+    (JobSpec("/bin/true", ["ok", "a\ud800b"]), r"JobSpec\.arguments\[1\] holds U\+D800 at index 1"),
+    (JobSpec("/bin/true", ["\ud800" * (LIMIT // 4)]), r"JobSpec\.arguments\[0\] holds U\+D800 at index 0"),
+    (JobSpec("/bin/true", environment={"V": "\udfff"}), r"JobSpec\.environment\['V'\] holds U\+DFFF at index 0"),
+    (JobSpec("/tmp/x\udbff"), r"JobSpec\.executable holds U\+DBFF at index 6"),
+])
+def test_a_string_no_bytes_stand_for_is_refused(spec: JobSpec, what: str) -> None:
+    # a lone surrogate other than os.fsdecode's for an undecodable byte cannot be given
+    # to a program; it killed the local executor's nanny
+    with pytest.raises(InvalidJobException, match=what + ", a lone surrogate no bytes stand for"):
+        check_exec_strings(spec)
 
 
 def test_an_environment_entry_counts_name_equals_value() -> None:
