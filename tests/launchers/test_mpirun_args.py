@@ -87,6 +87,21 @@ def test_openmpi_options(run_launcher: RunLauncher, bin_dir: Path, workdir: Path
     assert "--hostfile" not in options  # outside an allocation
 
 
+def test_openmpi_forwards_what_pre_launch_changed_in_a_large_environment(
+        run_launcher: RunLauncher, bin_dir: Path, workdir: Path,
+        only_stand_ins: dict[str, str]) -> None:
+    # 200 KiB of environment: more than one string may hold (execve(2)), as the
+    # snapshot the launcher compares with once was, in awk's environment
+    big = {f"PROBE_BIG{i}": "v" * 10_000 for i in range(20)}
+    stand_in(bin_dir, "mpirun", OPENMPI)
+    (workdir / "pre.sh").write_text("export PROBE_NEW=1\nexport PROBE_BIG3=changed\n")
+    r = run_launcher("mpirun", pre="pre.sh", n=2, env={**only_stand_ins, **big})
+    assert r.returncode == 0, r.stderr
+    args = recorded(bin_dir, "mpirun")
+    assert args is not None
+    assert exported(split(args)[0]) == {"PROBE_NEW", "PROBE_BIG3"}, r.stderr
+
+
 def test_openmpi_uses_node_file_inside_slurm(run_launcher: RunLauncher, bin_dir: Path,
                                              tmp_path: Path,
                                              only_stand_ins: dict[str, str]) -> None:

@@ -24,9 +24,12 @@ _hj_environment() {  # NAME=VALUE of the exported variables, one a line (newline
     }'
 }
 
-_hj_changed_names() {  # names whose NAME=VALUE line is not in $_HJ_ENV_BEFORE
-    _hj_environment | _HJ_ENV_BEFORE=$_hj_env_before awk '
-        BEGIN { n = split(ENVIRON["_HJ_ENV_BEFORE"], old, "\n"); for (i = 1; i <= n; i++) seen[old[i]] = 1 }
+_hj_changed_names() {  # names whose NAME=VALUE line is not in $_hj_env_before
+    # the snapshot goes to awk on its input, then a line "=" (no NAME=VALUE line is
+    # that), then the environment now: in awk's environment or arguments, a snapshot
+    # over 128 KiB (one string's limit, execve(2)) made awk fail and nothing was passed
+    { printf '%s\n=\n' "$_hj_env_before"; _hj_environment; } | awk '
+        !now { if ($0 == "=") now = 1; else seen[$0] = 1; next }
         !($0 in seen) { print substr($0, 1, index($0, "=") - 1) }'
 }
 
