@@ -462,3 +462,29 @@ def test_a_woken_waiter_no_longer_counts_as_blocked() -> None:
     waiter.join(WAIT)
     assert ended and ended[0] is not None and ended[0].state is JobState.COMPLETED
     assert seen == [(1, True), (-1, False)]
+
+
+def test_a_submit_after_the_simulator_died_is_refused(make_executor: MakeExecutor) -> None:
+    # the simulator dies while the decision loop holds Batsim's message (virtual time,
+    # a client making no call): a later submit once joined that dead message's reply
+    # and its job stayed QUEUED forever
+    import signal
+    import time
+
+    ex = make_executor(virtual_idle_grace=None)
+    victim = sleep_job(50)
+    ex.submit(victim)
+    assert victim.wait(timeout=WAIT, target_states=JobState.ACTIVE) is not None
+    assert ex._session is not None
+    process = ex._session.process
+    process.send_signal(signal.SIGKILL)
+    process.wait(WAIT)
+    deadline = time.monotonic() + WAIT  # (not Job.wait: a waiting client lets the reply go)
+    while not victim.status.state.final and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert victim.status.state is JobState.FAILED
+    assert victim.status.message is not None and "SIGKILL" in victim.status.message
+    late = sleep_job(1)
+    with pytest.raises(SubmitException, match="SIGKILL"):
+        ex.submit(late)
+    assert late.status.state is JobState.NEW

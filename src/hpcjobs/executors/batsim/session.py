@@ -420,10 +420,13 @@ class Session:
     def _end(self, message: str, now: float) -> None:
         with self._lock:
             self.jm.end(message, now)
-        with self._pace:
-            if self.error is None:
-                self.error = message
-            self._pace.notify_all()
+            # under _lock, with the live jobs ended: no submit can join the held
+            # message's reply any more (it never goes; its job would stay QUEUED)
+            with self._pace:
+                self._held = None
+                if self.error is None:
+                    self.error = message
+                self._pace.notify_all()
 
     def _cleanup(self) -> None:
         self._channel.close()
