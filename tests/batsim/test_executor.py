@@ -108,6 +108,19 @@ def test_a_simulated_job_is_not_held_to_the_limits_of_exec(make_executor: MakeEx
     assert finish(job).state is JobState.COMPLETED
 
 
+def test_parallel_profile_with_lists(make_executor: MakeExecutor) -> None:
+    # a profile with list values (a parallel task's cpu vector and com matrix) once
+    # ended the decision loop with "unhashable type: 'list'", failing every job
+    ex = make_executor(hosts=2)
+    parallel = {"type": "parallel", "cpu": [1e9, 2e9], "com": [0, 0, 0, 0]}
+    jobs = [Job(JobSpec("solver", attributes=JobAttributes(custom_attributes={"batsim.profile": dict(parallel)}),
+                        resources=ResourceSpecV1(node_count=2))) for _ in range(2)]
+    for job in jobs:
+        ex.submit(job)
+    assert [(finish(j).state, j.status.time) for j in jobs] == [(JobState.COMPLETED, 2.0),
+                                                                 (JobState.COMPLETED, 4.0)]
+
+
 @pytest.mark.parametrize("spec, field", [
     (JobSpec("hostname"), "batsim.profile"),
     (JobSpec("sleep", ["ten"]), "JobSpec.arguments"),

@@ -500,7 +500,9 @@ def _as_is(jm: JobManager, record: Record, status: JobStatus) -> JobStatus:
 def protocol_key(profile: dict[str, Any]) -> Hashable:
     """A key equal for equal profiles, so each is registered once."""
     try:
-        return tuple(sorted(profile.items()))  # flat profiles (delay, ...): cheap
+        key = tuple(sorted(profile.items()))  # flat profiles (delay, ...): cheap
+        hash(key)  # (a tuple of lists is built fine; it fails only when hashed)
+        return key
     except TypeError:  # nested values (lists of a parallel profile, ...)
         return json.dumps(profile, sort_keys=True, separators=(",", ":"))
 
