@@ -127,6 +127,11 @@ def test_parallel_profile_with_lists(make_executor: MakeExecutor) -> None:
     (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": {"type": "delay", "delay": 0}})),
      "delay"),
     (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": "delay"})), "batsim.profile"),
+    # profiles the simulator would abort the whole simulation on (see test_inputs.py)
+    (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": {"type": "no-such-type"}})),
+     "unsupported type"),
+    (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": {
+        "type": "delay", "delay": 3, "ret": -5}})), "'ret' must be >= 0"),
 ])
 def test_bad_input_refused_before_anything_is_submitted(make_executor: MakeExecutor, spec: JobSpec,
                                                        field: str) -> None:
@@ -334,22 +339,42 @@ def test_a_failing_scheduler_fails_the_jobs_with_its_error(make_executor: MakeEx
 
 
 def test_simulator_death_fails_live_jobs_with_its_error(make_executor: MakeExecutor) -> None:
-    ex = make_executor()
+    from hpcjobs.executors.batsim.schedulers.base import SUCCESS, Scheduler, make_R
+
+    class RankZero(Scheduler):
+        """A broken scheduler: grants host 0 to every job, busy or not."""
+
+        def inventory(self, resources: list[dict[str, object]]) -> None:
+            pass
+
+        def ready(self) -> dict[str, object]:
+            return {"mode": "unlimited"}
+
+        def alloc(self, request: dict[str, object], now: float) -> list[dict[str, object]]:
+            return [{"id": request["id"], "type": SUCCESS, "R": make_R([0], now, 0)}]
+
+        def free(self, request: dict[str, object], now: float) -> list[dict[str, object]]:
+            return [{"id": request["id"]}]
+
+        def cancel(self, request: dict[str, object], now: float) -> list[dict[str, object]]:
+            return []
+
+    ex = make_executor(scheduler=RankZero())
     victim = sleep_job(50)
     ex.submit(victim)
     assert victim.wait(timeout=WAIT, target_states=JobState.ACTIVE) is not None
-    # a profile type the simulator does not know: it stops with an error
-    poison = Job(JobSpec("x", attributes=JobAttributes(
-        custom_attributes={"batsim.profile": {"type": "no-such-type"}})))
+    # the second job goes to the busy host: the simulator stops with an error
+    poison = sleep_job(50)
     ex.submit(poison)
     for job in (victim, poison):
         status = finish(job)
         assert status.state is JobState.FAILED
         # the simulator's own explanation, not its log or a backtrace (real Batsim
-        # aborts with SIGABRT and reads an unknown type as a trace profile)
+        # aborts with SIGABRT)
         assert status.message is not None and status.message.startswith("the simulator ended (")
-        assert "profile" in status.message and "Backtrace" not in status.message
-    with pytest.raises(SubmitException, match="profile"):
+        assert "'hpcjobs!2'" in status.message and "hpcjobs!1" in status.message
+        assert "Backtrace" not in status.message
+    with pytest.raises(SubmitException, match="hpcjobs!2"):
         ex.submit(sleep_job(1))
 
 

@@ -49,6 +49,26 @@ def test_explicit_profile_wins_and_is_sent_as_given() -> None:
     (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": {"type": "delay",
                                                                                   "delay": 1, "x": {1, 2}}})),
      "not JSON"),
+    # what Batsim 4.2.1 aborts the whole simulation on (every job FAILED with it):
+    (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": {"type": "no-such-type"}})),
+     "unsupported type 'no-such-type'"),
+    (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": {
+        "type": "parallel_homogeneous", "cpu": 1e9}})), "'com'"),
+    (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": {
+        "type": "parallel", "cpu": [1e9, 1e9], "com": [0]}})), "'com'"),
+    (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": {
+        "type": "delay", "delay": 1, "ret": 2.0}})), "'ret'"),
+    (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": {
+        "type": "delay", "delay": 1, "ret": 2**31}})), "'ret'"),
+    # Batsim reads a return code of -1 as a walltime kill, -2 as a kill (and never
+    # reports the job), and aborts on the others
+    (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": {
+        "type": "delay", "delay": 1, "ret": -1}})), "'ret' must be >= 0"),
+    (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": {
+        "type": "delay", "delay": 1, "ret": -3}})), "'ret' must be >= 0"),
+    # its steps are profiles named in the same workload: names the executor chooses
+    (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": {
+        "type": "composed", "seq": ["p1"]}})), "composed"),
 ])
 def test_bad_profiles(spec: JobSpec, match: str) -> None:
     with pytest.raises(InvalidJobException, match=match):

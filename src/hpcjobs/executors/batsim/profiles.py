@@ -1,7 +1,8 @@
 """What a PSI/J job does in the simulation: its Batsim profile.
 
-Either the custom attribute ``batsim.profile`` (any Batsim profile object, sent to the
-simulator as given) or, where the spec makes it obvious, a derived one:
+Either the custom attribute ``batsim.profile`` (a Batsim profile object, checked as
+``hpcjobs.sim`` checks a registered profile and sent to the simulator as given) or,
+where the spec makes it obvious, a derived one:
 
 - ``sleep N`` (``N`` seconds, GNU suffixes ``s``/``m``/``h``/``d`` allowed): a delay of N s;
 - ``true``: a minimal delay (:data:`MIN_DELAY`); ``false``: the same with return code 1.
@@ -22,6 +23,8 @@ from typing import Any
 
 from ...environment import expand, job_environment
 from ...errors import InvalidJobException
+from ...sim.errors import SimError
+from ...sim.workload import make_profile
 from ...spec import JobSpec
 
 __all__ = ["profile_for", "MIN_DELAY", "ATTRIBUTE"]
@@ -90,10 +93,19 @@ def _checked(profile: Any) -> dict[str, Any]:
         json.dumps(profile, allow_nan=False)
     except (TypeError, ValueError) as e:
         raise InvalidJobException(f"{where} is not JSON: {e}") from None
-    if profile["type"] == "delay":
-        delay = profile.get("delay")
-        if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not delay > 0:
-            # Batsim aborts the whole simulation on such a profile: refuse the one job
-            raise InvalidJobException(f"{where}: a delay profile needs a 'delay' > 0 "
-                                      f"(Batsim refuses others), got {delay!r}")
+    # Batsim aborts the whole simulation on a profile it refuses (every job FAILED with
+    # it): refuse the one job instead, by the rules the embedded simulator checks
+    if profile["type"] == "composed":
+        raise InvalidJobException(f"{where}: a composed profile names its steps, profiles of the "
+                                  "same workload, but the executor registers each job's profile "
+                                  "under a name of its own: give each job a simple profile")
+    try:
+        checked = make_profile(ATTRIBUTE, profile, SimError, "JobAttributes.custom_attributes")
+    except SimError as e:
+        raise InvalidJobException(str(e)) from None
+    if checked.ret < 0:
+        # Batsim 4.2.1 reads -1 as a walltime kill, -2 as a kill by the scheduler (and
+        # never reports the job), and aborts on the others
+        raise InvalidJobException(f"{where}: 'ret' must be >= 0, got {checked.ret} (Batsim reserves "
+                                  "-1 and -2 for its kills and aborts on the others)")
     return profile
