@@ -284,3 +284,56 @@ def test_evalys_reads_the_jobs_file(start_sim: Any, tmp_path: Path) -> None:
     assert frame.loc["a", "final_state"] == "COMPLETED_KILLED"
     assert frame.loc["b 'x'{", "execution_time"] == 1.0
     assert str(frame.loc["b 'x'{", "allocated_resources"]) == "1-2"
+
+
+def test_a_return_code_of_minus_1_is_a_walltime_kill(start_sim: Any, tmp_path: Path) -> None:
+    # Batsim 4.2.1 decides a job's end state from its return code alone: -1 is what its
+    # walltime kill returns, so a profile returning -1 ends COMPLETED_WALLTIME_REACHED
+    # (measured with the real program), also as the failing step of a sequence
+    profiles = {"m1": {"type": "delay", "delay": 3, "ret": -1}, "d2": {"type": "delay", "delay": 2},
+                "seq": {"type": "composed", "seq": ["d2", "m1", "d2"]}}
+    _, events = run(start_sim, tmp_path, [job("j", "m1", walltime=100), job("s", "seq")], profiles,
+                    execute_on({"w0!j": "0", "w0!s": "1"}))
+    assert completions(events) == {"w0!j": (3.0, "COMPLETED_WALLTIME_REACHED", -1),
+                                   "w0!s": (5.0, "COMPLETED_WALLTIME_REACHED", -1)}
+
+
+def drive_to_exit(sim: Any) -> tuple[int, str, list[Event]]:
+    """Start every job at once on its own host; answer until the simulator exits."""
+    received: list[Event] = []
+    for _ in range(300):  # (a bound: 300 messages or polls of 0.1 s)
+        msg = sim.dp.recv(timeout=0.1)
+        if msg is None:
+            if sim.proc.poll() is not None:
+                break
+            continue
+        received.extend(msg["events"])
+        submitted = [e["data"]["job_id"] for e in msg["events"] if e["type"] == "JOB_SUBMITTED"]
+        sim.dp.send(msg["now"], [ev(msg["now"], "EXECUTE_JOB", job_id=j, alloc=str(i))
+                                 for i, j in enumerate(submitted)])
+        if received[-1]["type"] == "SIMULATION_ENDS":
+            break
+    code, err = sim.finish()
+    return code, err, received
+
+
+def test_a_return_code_below_minus_2_aborts_the_simulation(start_sim: Any, tmp_path: Path) -> None:
+    # Batsim 4.2.1: "Job 'w0!j' completed with unknown return code: -3" (SIGABRT), when
+    # the job ends
+    profiles = {"m3": {"type": "delay", "delay": 3, "ret": -3}, "d5": {"type": "delay", "delay": 5}}
+    workload = write_json(tmp_path / "wl.json", {"nb_res": 4, "jobs": [job("j", "m3"), job("k", "d5")],
+                                                 "profiles": profiles})
+    code, err, events = drive_to_exit(start_sim(["-p", ZL, "-w", workload]))
+    assert code != 0 and "Job 'w0!j' completed with unknown return code: -3" in err
+    assert completions(events) == {}
+
+
+def test_a_return_code_of_minus_2_loses_the_job(start_sim: Any, tmp_path: Path) -> None:
+    # Batsim 4.2.1 takes -2 for its kill by the scheduler, whose end the kill reports:
+    # the job is never reported, the others go on, and the simulation cannot end
+    profiles = {"m2": {"type": "delay", "delay": 3, "ret": -2}, "d5": {"type": "delay", "delay": 5}}
+    workload = write_json(tmp_path / "wl.json", {"nb_res": 4, "jobs": [job("j", "m2"), job("k", "d5")],
+                                                 "profiles": profiles})
+    code, err, events = drive_to_exit(start_sim(["-p", ZL, "-w", workload]))
+    assert completions(events) == {"w0!k": (5.0, "COMPLETED_SUCCESSFULLY", 0)}
+    assert code == 3 and "deadlock" in err and "w0!j" in err

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..batsim_protocol import intervals
 from ..batsim_protocol.platform import Platform
-from .errors import Deadlock, ProtocolViolation
+from .errors import Deadlock, InputError, ProtocolViolation
 from .profiles import Execution
 from .workload import WorkloadJob, Profile, Workload, check_composed, make_job, make_profile
 
@@ -135,6 +135,7 @@ class Engine:
         self.idle_time = 0.0
         self.computing_time = 0.0
         self._unfinished = 0
+        self._lost: list[str] = []  # jobs that returned -2 (see _complete)
         self._cursors = [0] * len(workloads)
         self._static_left = 0
         self._registration_open = options.dynamic_jobs
@@ -359,12 +360,28 @@ class Engine:
         spec.raw = _RELEASED  # only needed for this event: frees memory on large workloads
 
     def _complete(self, job: SimJob) -> None:
+        if job.end_state == KILLED:
+            if job.ret != -2:
+                raise InputError(f"Job '{job.spec.job_id}' completed with unknown return code: {job.ret} "
+                                 "(its profile's 'ret': Batsim 4.2.1 aborts on a return code below -2)")
+            # Batsim takes -2 for its kill by the scheduler, whose end the kill reports:
+            # the job frees its hosts but is never reported, so the simulation cannot end
+            self._release(job, KILLED)
+            self._lost.append(job.spec.job_id)
+            return
         self._finish(job, job.end_state)
         ret = -1 if job.state == WALLTIME else job.ret
         self._emit("JOB_COMPLETED", {"job_id": job.spec.job_id, "job_state": job.state,
                                      "return_code": ret, "alloc": job.alloc_text})
 
     def _finish(self, job: SimJob, state: str) -> None:
+        self._release(job, state)
+        self._unfinished -= 1
+        self.finished.append(job)
+        self._ref(job.spec.workload, job.spec.profile, -1)
+
+    def _release(self, job: SimJob, state: str) -> None:
+        """``job`` ends in ``state`` now and frees its resources."""
         now = self.now
         job.state = state
         job.finish = now
@@ -377,9 +394,6 @@ class Engine:
             self._busy[res] = None
             self._last_release[res] = now
         job.alloc = []
-        self._unfinished -= 1
-        self.finished.append(job)
-        self._ref(job.spec.workload, job.spec.profile, -1)
 
     def _ref(self, workload: str, profile: str, delta: int) -> None:
         key = (workload, profile)
@@ -403,6 +417,9 @@ class Engine:
         if self._registration_open:
             reasons.append("dynamic registration is still open (the decision process never sent "
                            "NOTIFY registration_finished)")
+        if self._lost:
+            reasons.append(f"job(s) {', '.join(self._lost)} returned -2, Batsim's code for a kill by the "
+                           "scheduler, and were never reported")
         waiting = [j.spec.job_id for j in self.jobs.values() if j.state == SUBMITTED]
         if waiting:
             shown = ", ".join(waiting[:10]) + (" ..." if len(waiting) > 10 else "")
@@ -474,11 +491,16 @@ class Engine:
         job.alloc = alloc
         job.alloc_text = intervals.format_ids(alloc)
         job.execution = execution
-        if reached:
+        if reached or ret == -1:
             # Batsim kills a job whose run reaches its walltime, even exactly: a delay
             # step sleeps only while it ends before the remaining time, a parallel task
-            # waits with the remaining time as timeout (differential test, docs/sim.md)
+            # waits with the remaining time as timeout (differential test, docs/sim.md);
+            # and it tells the end state from the return code alone, so a profile
+            # returning -1, its walltime kill's code, ends the same way
             job.end_state, job.ret = WALLTIME, -1
+        elif ret < -1:
+            # -2 is its kill by the scheduler's code, below that it aborts (_complete)
+            job.end_state, job.ret = KILLED, ret
         else:
             job.end_state, job.ret = (SUCCESS if ret == 0 else FAILED), ret
         self._push(now + duration, _COMPLETE, 0, (job, job.token), rank=2 if by_itself else 0,
