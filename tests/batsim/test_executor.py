@@ -414,6 +414,26 @@ def test_bad_config_is_refused_at_creation(make_executor: MakeExecutor) -> None:
         make_executor(scheduler="no-such")
 
 
+@pytest.mark.parametrize("setting", [{"speed": "fast"}, {"speed": "1Gf,fast"}, {"speed": "0Gf"},
+                                     {"platform": "garbage"}, {"platform": "no master host"}])
+def test_a_platform_the_simulator_cannot_read_is_refused_at_creation(
+        make_executor: MakeExecutor, tmp_path: Path, setting: dict[str, str]) -> None:
+    # these were accepted, then the first submit raised a ValueError (a platform file)
+    # or every job FAILED with the simulator's parse error (a speed)
+    if "platform" in setting:
+        path = tmp_path / "platform.xml"
+        path.write_text("not XML" if setting["platform"] == "garbage" else
+                        "<?xml version='1.0'?>\n"
+                        '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
+                        '<platform version="4.1"><zone id="AS0" routing="Full">'
+                        '<host id="a" speed="1Gf"/></zone></platform>\n')
+        config: dict[str, object] = {"platform": path}
+    else:
+        config = dict(setting)
+    with pytest.raises(ValueError, match="platform" if "platform" in setting else "speed"):
+        make_executor(**config)
+
+
 def test_explicit_platform_file(make_executor: MakeExecutor) -> None:
     platform = Path(__file__).resolve().parents[1] / "fixtures" / "batsim-4.2.1" / "inputs/zero_latency_platform.xml"
     if not platform.is_file():

@@ -15,7 +15,9 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
+from ...batsim_protocol import units
 from ...batsim_protocol.codecs import NAMES
+from ...batsim_protocol.errors import InputError
 from ...executor import JobExecutorConfig
 
 if TYPE_CHECKING:
@@ -87,7 +89,9 @@ class BatsimExecutorConfig(JobExecutorConfig):
         if isinstance(self.speed, bool) or not isinstance(self.speed, (str, int, float)):
             raise TypeError(f"batsim config 'speed' must be a SimGrid speed string or a number, "
                             f"got {self.speed!r}")
-        if isinstance(self.speed, (int, float)) and not self.speed > 0:
+        if isinstance(self.speed, str):
+            _check_speed(self.speed)
+        elif not self.speed > 0:
             raise ValueError(f"batsim config 'speed' must be > 0, got {self.speed!r}")
         if not isinstance(self.simulator, str) or not self.simulator:
             raise TypeError(f"batsim config 'simulator' must be a non-empty str, got {self.simulator!r}")
@@ -117,6 +121,19 @@ class BatsimExecutorConfig(JobExecutorConfig):
             if not isinstance(self.scheduler, Scheduler):
                 raise TypeError("batsim config 'scheduler' must be a scheduler name or a Scheduler "
                                 f"instance, got {type(self.scheduler).__name__}")
+
+
+def _check_speed(text: str) -> None:
+    """Every speed of a SimGrid speed string (one per pstate, comma-separated) must be a
+    positive number with a unit, as the simulator reads it: both simulators stop at
+    once on a platform they cannot read, failing every job submitted."""
+    for pstate in range(text.count(",") + 1):
+        try:
+            value = units.speed(text, "batsim config 'speed'", pstate)
+        except InputError as e:
+            raise ValueError(str(e)) from None
+        if not (value > 0 and math.isfinite(value)):
+            raise ValueError(f"batsim config 'speed': {text!r} has a speed that is not > 0")
 
 
 def _positive(name: str, value: object) -> None:

@@ -59,7 +59,9 @@ class BatsimJobExecutor(JobExecutor):
         self._session: Optional[Session] = None
         self._session_lock = threading.Lock()
         self._session_finalizer: Optional[weakref.finalize[Any, Any]] = None
-        self._cores: Optional[int] = None
+        # read now: a platform file the simulator cannot read fails here, naming the
+        # setting, not at the first submit
+        self._cores = cfg.cores if cfg.platform is None else cores_per_host(cfg.platform)
         self._run_dir: Optional[Path] = None
 
     @property
@@ -141,19 +143,13 @@ class BatsimJobExecutor(JobExecutor):
             nodes = res.requested_node_count
             if nodes is None:
                 cores = res.computed_process_count * (res.cpu_cores_per_process or 1)
-                nodes = math.ceil(cores / self._cores_per_host())
+                nodes = math.ceil(cores / self._cores)
         walltime = spec.attributes.duration.total_seconds()
         if not walltime > 0:
             raise InvalidJobException(f"JobAttributes.duration must be > 0, got {spec.attributes.duration}")
         assert nodes is not None
         return JobRequest(nodes, walltime, profile, [spec.executable or "", *(spec.arguments or [])],
-                          spec.name, self._cores_per_host())
-
-    def _cores_per_host(self) -> int:
-        if self._cores is None:
-            cfg = self.settings
-            self._cores = cfg.cores if cfg.platform is None else cores_per_host(cfg.platform)
-        return self._cores
+                          spec.name, self._cores)
 
     def _session_for_submit(self) -> Session:
         with self._session_lock:
@@ -178,7 +174,7 @@ class BatsimJobExecutor(JobExecutor):
         jm = JobManager(self._scheduler, weakly(self._set_job_status))
         return Session(f"hpcjobs-batsim-{self._instance}-decisions",
                        lambda endpoint: simulator_command(cfg.simulator, platform, prefix, endpoint, cfg.protocol),
-                       run_dir, cfg.endpoint, jm, pacer, self._cores_per_host(), get_codec(cfg.protocol))
+                       run_dir, cfg.endpoint, jm, pacer, self._cores, get_codec(cfg.protocol))
 
     def _wait_condition(self, job: Job, lock: threading.Lock) -> threading.Condition:
         """Virtual time advances only while the client blocks in ``Job.wait()``: the
