@@ -271,6 +271,22 @@ def test_attach_and_list(make_executor: MakeExecutor) -> None:
     assert missing.status.state is JobState.FAILED
 
 
+def test_attach_to_an_unknown_id_fails_at_the_simulated_time(make_executor: MakeExecutor) -> None:
+    # the FAILED status once carried the POSIX time (1.8e9), where every other status
+    # time is simulated seconds
+    ex = make_executor()
+    before = Job()
+    ex.attach(before, "hpcjobs!1")  # no simulation yet: its clock stands at 0
+    assert before.status.state is JobState.FAILED and before.status.time == 0.0
+    job = sleep_job(5)
+    ex.submit(job)
+    assert finish(job).time == 5.0
+    missing = Job()
+    ex.attach(missing, "hpcjobs!999")
+    assert missing.status.state is JobState.FAILED and missing.status.time == 5.0
+    assert missing.status.message is not None and "no job 'hpcjobs!999'" in missing.status.message
+
+
 def test_virtual_time_is_deterministic(make_executor: MakeExecutor) -> None:
     def script(ex: BatsimJobExecutor) -> list[tuple[float, float]]:
         starts = Starts()

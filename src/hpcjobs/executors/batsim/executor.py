@@ -113,13 +113,15 @@ class BatsimJobExecutor(JobExecutor):
         """Follow job ``native_id`` of this executor's simulation (FAILED if there is none)."""
         self._claim_for_attach(job, native_id)
         session = self._session
+        now = 0.0  # (status times are simulated seconds: before a simulation, its start)
         if session is not None:
             with session.client_call():
                 if session.attach(native_id, job):
                     return
+            now = session.now
         self._set_job_status(job, JobStatus(
-            JobState.FAILED, message=f"no job {native_id!r} in this executor's simulation "
-                                     "(Batsim jobs live as long as the executor that submitted them)"))
+            JobState.FAILED, now, message=f"no job {native_id!r} in this executor's simulation "
+                                          "(Batsim jobs live as long as the executor that submitted them)"))
 
     def _close(self) -> None:
         session = self._session

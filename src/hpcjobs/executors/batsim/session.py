@@ -186,6 +186,12 @@ class Session:
         with self._lock:
             return self.jm.attach(native_id, job)
 
+    @property
+    def now(self) -> float:
+        """The simulation's latest time (simulated seconds)."""
+        with self._lock:
+            return self._now
+
     def native_ids(self) -> list[str]:
         """Every job of this simulation."""
         with self._lock:
