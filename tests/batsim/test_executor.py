@@ -64,13 +64,14 @@ def test_simple_job_completes_at_its_simulated_time(make_executor: MakeExecutor)
     ex.set_job_status_callback(starts)
     job = sleep_job(10)
     ex.submit(job)
-    assert job.native_id == "hpcjobs!1" and job.status.state is JobState.QUEUED
+    assert job.native_id is not None and job.native_id.startswith("hpcjobs-")
+    assert job.native_id.endswith("!1") and job.status.state is JobState.QUEUED
     status = finish(job)
     assert status.state is JobState.COMPLETED and status.exit_code == 0
     assert status.time == 10.0 and starts.times[job.id] == 0.0
     assert status.metadata is not None and status.metadata["native_state"] == "COMPLETED_SUCCESSFULLY"
     assert len(status.metadata["nodes"]) == 1
-    assert ex.list() == ["hpcjobs!1"]
+    assert ex.list() == [job.native_id]
     ex.close()
     assert starts.states[job.id] == [JobState.QUEUED, JobState.ACTIVE, JobState.COMPLETED]
     row = jobs_csv(ex)["1"]  # Batsim's own output is complete after close()
@@ -287,6 +288,22 @@ def test_attach_to_an_unknown_id_fails_at_the_simulated_time(make_executor: Make
     assert missing.status.message is not None and "no job 'hpcjobs!999'" in missing.status.message
 
 
+def test_attach_to_a_job_of_another_executor_fails(make_executor: MakeExecutor) -> None:
+    # every simulation numbered its jobs hpcjobs!1, hpcjobs!2, ...: attaching to
+    # another executor's job silently followed this executor's job of the same number
+    one, two = make_executor(), make_executor()
+    theirs, ours = sleep_job(5), sleep_job(7)
+    one.submit(theirs)
+    two.submit(ours)
+    assert theirs.native_id is not None and theirs.native_id != ours.native_id
+    follower = Job()
+    two.attach(follower, theirs.native_id)
+    status = finish(follower)
+    assert status.state is JobState.FAILED
+    assert status.message is not None and "no job" in status.message
+    assert finish(theirs).time == 5.0 and finish(ours).time == 7.0
+
+
 def test_virtual_time_is_deterministic(make_executor: MakeExecutor) -> None:
     def script(ex: BatsimJobExecutor) -> list[tuple[float, float]]:
         starts = Starts()
@@ -388,9 +405,9 @@ def test_simulator_death_fails_live_jobs_with_its_error(make_executor: MakeExecu
         # the simulator's own explanation, not its log or a backtrace (real Batsim
         # aborts with SIGABRT)
         assert status.message is not None and status.message.startswith("the simulator ended (")
-        assert "'hpcjobs!2'" in status.message and "hpcjobs!1" in status.message
+        assert f"'{poison.native_id}'" in status.message and str(victim.native_id) in status.message
         assert "Backtrace" not in status.message
-    with pytest.raises(SubmitException, match="hpcjobs!2"):
+    with pytest.raises(SubmitException, match=str(poison.native_id)):
         ex.submit(sleep_job(1))
 
 

@@ -28,7 +28,7 @@ from ...state import JobState, JobStatus
 from ...threads import weakly
 from . import schedulers
 from .config import BatsimExecutorConfig
-from .jobmanager import JobManager, JobRequest, Record
+from .jobmanager import WORKLOAD, JobManager, JobRequest, Record
 from .pacing import Pacer, RealTime, VirtualTime
 from .platform import cores_per_host, write_platform
 from .process import simulator_command
@@ -163,7 +163,8 @@ class BatsimJobExecutor(JobExecutor):
 
     def _start_session(self) -> Session:
         cfg = self.settings
-        run_dir = self.work_directory / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{self._instance}"
+        run = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{self._instance}"
+        run_dir = self.work_directory / f"run-{run}"
         run_dir.mkdir(mode=0o700, parents=True)
         self._run_dir = run_dir
         platform = cfg.platform or write_platform(run_dir / "platform.xml", cfg.hosts, cfg.cores, cfg.speed)
@@ -173,7 +174,9 @@ class BatsimJobExecutor(JobExecutor):
         # weakly: the session's thread must not keep a forgotten executor alive (the
         # same state again, a queued job's new pending reason or start estimate,
         # refreshes the status's metadata)
-        jm = JobManager(self._scheduler, weakly(self._set_job_status))
+        # the workload, so the native ids, named after the run: an id of another
+        # executor's simulation, given to attach(), matches no job of this one
+        jm = JobManager(self._scheduler, weakly(self._set_job_status), workload=f"{WORKLOAD}-{run}")
         return Session(f"hpcjobs-batsim-{self._instance}-decisions",
                        lambda endpoint: simulator_command(cfg.simulator, platform, prefix, endpoint, cfg.protocol),
                        run_dir, cfg.endpoint, jm, pacer, self._cores, get_codec(cfg.protocol))

@@ -43,7 +43,8 @@ __all__ = ["JobManager", "Record", "Phase", "JobRequest", "FINAL_STATES", "WORKL
 
 log = logging.getLogger(__name__)
 
-#: the Batsim workload dynamic jobs and profiles are registered in
+#: the Batsim workload dynamic jobs and profiles are registered in (the executor
+#: makes it unique per simulation: a job's native id is ``<workload>!<n>``)
 WORKLOAD = "hpcjobs"
 
 #: Batsim's final job states -> (PSI/J state, message); the exit code is Batsim's
@@ -123,8 +124,10 @@ class Record:
 class JobManager:
     """Records, the scheduler conversation, and the decisions for Batsim."""
 
-    def __init__(self, scheduler: Scheduler, report: Report, adopt_static: bool = False) -> None:
+    def __init__(self, scheduler: Scheduler, report: Report, adopt_static: bool = False,
+                 workload: str = WORKLOAD) -> None:
         self.scheduler = scheduler
+        self.workload = workload
         #: schedule the workload's own jobs too (a standalone decision process, :mod:`.decide`)
         self._adopt = adopt_static
         self._cores = 1
@@ -172,7 +175,7 @@ class JobManager:
         id before its first status); it is registered in the next reply (:meth:`flush`),
         so a job may be submitted before the simulation has even begun."""
         number = len(self.records) + 1
-        native_id = f"{WORKLOAD}!{number}"
+        native_id = f"{self.workload}!{number}"
         record = Record(number, native_id, request, t, [weakref.ref(job)])
         bind(native_id)
         self._new.append(record)
@@ -268,7 +271,7 @@ class JobManager:
         if name is None:
             # --enable-profile-reuse: a profile registered once serves every later job
             name = self._profiles[key] = f"p{len(self._profiles) + 1}"
-            out.append(protocol.register_profile(t, WORKLOAD, name, request.profile))
+            out.append(protocol.register_profile(t, self.workload, name, request.profile))
         walltime = request.walltime if math.isfinite(request.walltime) else -1
         out.append(protocol.register_job(t, record.native_id, request.nodes, name, walltime))
 
