@@ -337,3 +337,23 @@ def test_a_return_code_of_minus_2_loses_the_job(start_sim: Any, tmp_path: Path) 
     code, err, events = drive_to_exit(start_sim(["-p", ZL, "-w", workload]))
     assert completions(events) == {"w0!k": (5.0, "COMPLETED_SUCCESSFULLY", 0)}
     assert code == 3 and "deadlock" in err and "w0!j" in err
+
+
+def test_a_call_due_within_10us_comes_10us_later(start_sim: Any) -> None:
+    # Batsim 4.2.1's waiter sleeps at least 1e-5 s (shorter sleeps do not move SimGrid's
+    # clock): a CALL_ME_LATER due sooner comes 1e-5 s after the time it was asked at,
+    # one due later at its time (measured with the real program, this very exchange)
+    sim = start_sim(["-p", ZL, "--enable-dynamic-jobs"])
+    calls = []
+    msg = sim.begin()
+    for wait in (5e-7, 1.2e-6, 2e-5, None):
+        now = msg["now"]
+        sim.dp.send(now, [ev(now, "CALL_ME_LATER", timestamp=now + wait) if wait is not None else
+                          ev(now, "NOTIFY", type="registration_finished")])
+        msg = sim.dp.recv()
+        assert msg is not None, sim.finish()
+        calls += [e["timestamp"] for e in msg["events"] if e["type"] == "REQUESTED_CALL"]
+    assert msg["events"][-1]["type"] == "SIMULATION_ENDS"
+    sim.dp.send(msg["now"])
+    assert sim.finish()[0] == 0
+    assert calls == [1e-5, 2e-5, 4e-5]

@@ -35,6 +35,9 @@ def shown(t: float) -> float:
 
 Event = dict[str, Any]
 
+#: the shortest wait of a CALL_ME_LATER, as Batsim's waiter sleeps
+MIN_CALL_WAIT = 1e-5
+
 _SUBMIT, _COMPLETE, _CALL, _NOTIFY = 0, 1, 2, 3
 #: the rank of an internal event among those of its instant (see Engine._push); a
 #: completion's rank depends on how the job ends (0: a timer, 3: a parallel task)
@@ -568,7 +571,10 @@ class Engine:
                                     "than the current time")
         self._calls += 1
         call_id = data.get("id")
-        self._push(float(when), _CALL, 0, None if call_id is None else self._named(call_id, 0.0, 1))
+        # Batsim 4.2.1's waiter sleeps at least MIN_CALL_WAIT (a shorter sleep did not
+        # move SimGrid's clock): a call due sooner comes that long after now (measured)
+        self._push(max(float(when), self.now + MIN_CALL_WAIT), _CALL, 0,
+                   None if call_id is None else self._named(call_id, 0.0, 1))
 
     def _named(self, call_id: Any, period: float, left: int | None) -> _Call:
         if not isinstance(call_id, str):
