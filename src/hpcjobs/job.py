@@ -183,6 +183,13 @@ class Job:
             if self._executor is not None or self._status.state is not JobState.NEW:
                 return self._status.state
             self._bind(executor, native_id)
+            if self._cond is not None:
+                # made by a wait before the job had an executor: the executor's own
+                # (_wait_condition: the Batsim executor's virtual time counts its
+                # waiters) takes over at the next wait; a thread blocked on this one
+                # wakes to wait on that
+                self._cond.notify_all()
+                self._cond = None
             return None
 
     def _bind(self, executor: Optional["JobExecutor"], native_id: Optional[str]) -> None:

@@ -304,6 +304,24 @@ def test_attach_to_a_job_of_another_executor_fails(make_executor: MakeExecutor) 
     assert finish(theirs).time == 5.0 and finish(ours).time == 7.0
 
 
+def test_a_wait_before_submit_does_not_stop_virtual_time(make_executor: MakeExecutor) -> None:
+    # Job.wait() on the NEW job made the job's condition without an executor, and the
+    # job kept it: virtual time never saw the later waits (only Job.wait advances it
+    # with virtual_idle_grace=None), and the wait hung
+    ex = make_executor(virtual_idle_grace=None)
+    job = sleep_job(5)
+    assert job.wait(timeout=0.01) is None  # (NEW: times out)
+    ex.submit(job)
+    assert finish(job).time == 5.0
+    attached = Job()
+    assert attached.wait(timeout=0.01) is None
+    assert job.native_id is not None
+    other = sleep_job(3)
+    ex.submit(other)
+    ex.attach(attached, other.native_id)
+    assert finish(attached).time == 8.0
+
+
 def test_virtual_time_is_deterministic(make_executor: MakeExecutor) -> None:
     def script(ex: BatsimJobExecutor) -> list[tuple[float, float]]:
         starts = Starts()
@@ -334,6 +352,21 @@ def test_time_scale_100(make_executor: MakeExecutor) -> None:
     status = finish(job)
     assert status.state is JobState.COMPLETED
     assert status.time - starts.times[job.id] == pytest.approx(100.0)
+
+
+def test_a_slow_time_scale_runs_on_both_simulators(make_executor: MakeExecutor) -> None:
+    # at 1e-5 simulated seconds per wall second the keep-alive CALL_ME_LATER is due
+    # 5e-7 s later: real Batsim calls back 1e-5 s later (its shortest wait), hpcjobs.sim
+    # called back at once, and soon after refused a call at its current time ("You
+    # asked to be awaken in the past!"), every job FAILED
+    ex = make_executor(virtual_time=False, time_scale=1e-5)
+    for _ in range(2):
+        job = Job(JobSpec("x", attributes=JobAttributes(
+            custom_attributes={"batsim.profile": {"type": "delay", "delay": 2e-6}})))
+        ex.submit(job)
+        status = finish(job)
+        assert status.state is JobState.COMPLETED, status.message
+        threading.Event().wait(0.5)  # idle: only the keep-alive calls go on
 
 
 def test_jobs_submitted_while_the_simulator_starts_are_submitted_at_time_0(
