@@ -322,6 +322,28 @@ def test_a_wait_before_submit_does_not_stop_virtual_time(make_executor: MakeExec
     assert finish(attached).time == 8.0
 
 
+def test_an_endpoint_in_use_is_refused(make_executor: MakeExecutor, tmp_path: Path) -> None:
+    # ZeroMQ binds an ipc:// path that another socket listens on (it replaces the
+    # file): the second executor took over the first one's endpoint, the simulators
+    # reached the wrong decision process, and the jobs stayed QUEUED forever
+    endpoint = f"ipc://{tmp_path}/decision.sock"
+    first, second = make_executor(endpoint=endpoint), make_executor(endpoint=endpoint)
+    job, late = sleep_job(2), sleep_job(3)
+    first.submit(job)
+    with pytest.raises(SubmitException, match="in use"):
+        second.submit(late)
+    assert late.status.state is JobState.NEW
+    assert finish(job).state is JobState.COMPLETED
+
+
+def test_an_endpoint_that_cannot_be_bound_is_a_submit_exception(make_executor: MakeExecutor) -> None:
+    ex = make_executor(endpoint="tcp://256.0.0.1:5555")  # (not an address)
+    job = sleep_job(1)
+    with pytest.raises(SubmitException, match="256.0.0.1"):
+        ex.submit(job)
+    assert job.status.state is JobState.NEW
+
+
 def test_virtual_time_is_deterministic(make_executor: MakeExecutor) -> None:
     def script(ex: BatsimJobExecutor) -> list[tuple[float, float]]:
         starts = Starts()

@@ -7,6 +7,7 @@ disconnects, and an optional timeout bounds each reply.
 
 from __future__ import annotations
 
+import socket
 import time
 from typing import Callable
 
@@ -14,7 +15,7 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from ..codecs import Codec
-from ..errors import PeerGone
+from ..errors import InputError, PeerGone
 from ..events import Message
 from . import Decoder
 
@@ -90,6 +91,24 @@ class ReqChannel:
         self._ctx.term()
 
 
+def _check_free(endpoint: str) -> None:
+    """``InputError`` if a socket listens at ``ipc://`` path ``endpoint``: ZeroMQ would
+    bind it anyway, replacing the file, and Batsim processes started for either
+    decision process could reach the other one (tcp:// refuses a second bind itself)."""
+    if not endpoint.startswith("ipc://"):
+        return
+    path = endpoint[len("ipc://"):]
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError:  # nothing there, or a file left by a process that is gone
+        return
+    finally:
+        probe.close()
+    raise InputError(f"the decision process's endpoint {endpoint!r} is in use: another process "
+                     "listens there")
+
+
 class RepEndpoint:
     """The decision process's end: a REP socket bound to ``endpoint``."""
 
@@ -101,7 +120,11 @@ class RepEndpoint:
         self._sock = self._ctx.socket(zmq.REP)
         self._sock.setsockopt(zmq.LINGER, 0)
         try:
+            _check_free(endpoint)
             self._sock.bind(endpoint)
+        except zmq.ZMQError as exc:
+            self.close()
+            raise InputError(f"cannot bind the decision process's endpoint {endpoint!r}: {exc}") from None
         except BaseException:
             self.close()
             raise

@@ -39,7 +39,7 @@ from ...final_status import describe_exit
 from ...job import Job
 from ...batsim_protocol import events as protocol
 from ...batsim_protocol.codecs import Codec
-from ...batsim_protocol.errors import ProtocolError
+from ...batsim_protocol.errors import InputError, ProtocolError
 from ...batsim_protocol.events import Event, Message
 from ...batsim_protocol.transports.zeromq import RepEndpoint
 from .jobmanager import JobManager, JobRequest, Record
@@ -96,6 +96,9 @@ class Session:
         self.stderr_path = run_dir / "simulator.stderr"
         try:
             self._channel = RepEndpoint(endpoint, codec)
+        except InputError as e:
+            self._remove_sock_dir()
+            raise SubmitException(f"batsim config 'endpoint': {e}") from None
         except BaseException:
             self._remove_sock_dir()
             raise
