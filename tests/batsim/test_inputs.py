@@ -98,3 +98,30 @@ def test_cores_of_a_given_platform() -> None:
     if not fixture.is_file():
         pytest.skip("fixture not present")
     assert cores_per_host(fixture) == 1
+
+
+@pytest.mark.parametrize("stderr, message", [
+    # Batsim 4.2.1's failed assertion, then SimGrid's backtrace
+    ("[0.000000] [batsim/INFO] Batsim version: 4.2.1\n"
+     "[0.000000] ./src/server.cpp:12: [root/CRITICAL] Invalid JSON profile received\nBacktrace:\n  0# x\n",
+     "Invalid JSON profile received"),
+    # SimGrid refusing the platform
+    ("[0.000000] [xbt_cfg/INFO] Switching to the L07 model to handle parallel tasks.\n"
+     "[0.000000] ./src/xbt/exception.cpp:95: [xbt_exception/ERROR] Parse error at p.xml:5: cannot parse number:x\n"
+     "[0.000000] ./src/xbt/exception.cpp:96: [xbt_exception/ERROR] Exiting now.\n",
+     "Parse error at p.xml:5: cannot parse number:x"),
+    # a C assertion after the start-up log
+    ("[0.000000] [batsim/INFO] Batsim version: 4.2.1\n"
+     "batsim: document.h:1645: int GetInt() const: Assertion `flags & kIntFlag' failed.\n",
+     "batsim: document.h:1645: int GetInt() const: Assertion `flags & kIntFlag' failed."),
+    ("hpcjobs.sim: error: platform p.xml: bad\n", "hpcjobs.sim: error: platform p.xml: bad"),
+    # Batsim's start-up log alone explains nothing (killed by a signal)
+    ("[0.000000] [batsim/INFO] Batsim version: 4.2.1\n"
+     "[0.000000] [batsim/INFO] The process 'server' has been created.\n", ""),
+])
+def test_the_simulators_own_error_is_found_in_its_stderr(tmp_path: Path, stderr: str, message: str) -> None:
+    from hpcjobs.executors.batsim.process import explain
+
+    path = tmp_path / "simulator.stderr"
+    path.write_text(stderr)
+    assert explain(path) == message

@@ -93,15 +93,21 @@ def tail(path: Path, lines: int = 10) -> str:
 
 #: the line a simulator explains its abort with: Batsim's failed assertion (SimGrid's
 #: "[host:actor:(pid) time] file:line: [root/CRITICAL] message", then a backtrace),
-#: or hpcjobs.sim's "hpcjobs.sim: error: message"
-_ABORT = re.compile(r"\[\w+/CRITICAL\] (?P<batsim>.*)|^(?P<sim>hpcjobs\.sim: error: .*)")
+#: SimGrid's error (a platform it cannot parse: "[xbt_exception/ERROR] Parse error
+#: ...", then "... Exiting now."), or hpcjobs.sim's "hpcjobs.sim: error: message"
+_ABORT = re.compile(r"\[\w+/(?:CRITICAL|ERROR)\] (?P<batsim>(?!Exiting now\.).*)"
+                    r"|^(?P<sim>hpcjobs\.sim: error: .*)")
+#: SimGrid's log lines that report progress, not trouble (Batsim prints its start-up
+#: even with -q)
+_PROGRESS = re.compile(r"^\[[^]]*\] (?:\S+: )?\[\w+/(?:INFO|VERBOSE|DEBUG)\] ")
 
 
 def explain(path: Path) -> str:
-    """The simulator's own error message from its stderr file, or its last lines."""
-    text = tail(path, lines=200)
-    for line in reversed(text.splitlines()):
+    """The simulator's own error message from its stderr file, or its last lines
+    other than progress reports ('' when there are none)."""
+    lines = tail(path, lines=200).splitlines()
+    for line in reversed(lines):
         match = _ABORT.search(line)
         if match:
             return (match.group("batsim") or match.group("sim")).strip()
-    return "\n".join(text.splitlines()[-10:])
+    return "\n".join([line for line in lines if not _PROGRESS.match(line)][-10:])
