@@ -83,6 +83,13 @@ def test_host_pstate_and_trace_files(tmp_path: Path) -> None:
                     '</zone></platform>')
     host = parse_platform(str(path)).compute[0]
     assert (host.name, host.speed, host.cores) == ("h", 1e9, 4)
+    # SimGrid reads every pstate, not only the one used: real Batsim aborts with "Parse
+    # error at p.xml:1: cannot parse number:fast"
+    for speeds in ('speed="1Gf,fast"', 'speed="fast,1Gf" pstate="1"'):
+        path.write_text(DOCTYPE + '<platform version="4.1"><zone id="z" routing="Full">'
+                        f'<host id="master_host" speed="1Gf"/><host id="h" {speeds}/></zone></platform>')
+        with pytest.raises(InputError, match="'fast'"):
+            parse_platform(str(path))
     path.write_text(DOCTYPE + '<platform version="4.1"><zone id="z" routing="Full">'
                     '<host id="master_host" speed="1Gf" availability_file="a.txt"/></zone></platform>')
     with pytest.raises(InputError, match="'availability_file'"):

@@ -41,11 +41,12 @@ def _prefixed(text: str, what: str, bases: dict[str, float], binary: bool) -> fl
 
 
 def speed(text: str, what: str, pstate: int = 0) -> float:
-    """Flop/s; of a multi-pstate list ("100Mf,50Mf") the speed of ``pstate``."""
-    speeds = text.split(",")
+    """Flop/s; of a multi-pstate list ("100Mf,50Mf") the speed of ``pstate``, every
+    one of them read (SimGrid refuses the platform for any it cannot read)."""
+    speeds = [_prefixed(one, what, {"flops": 1.0, "f": 1.0}, binary=False) for one in text.split(",")]
     if not 0 <= pstate < len(speeds):
         raise InputError(f"{what}: pstate {pstate} does not exist in {text!r}")
-    return _prefixed(speeds[pstate], what, {"flops": 1.0, "f": 1.0}, binary=False)
+    return speeds[pstate]
 
 
 def bandwidth(text: str, what: str) -> float:
