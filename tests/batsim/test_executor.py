@@ -133,6 +133,11 @@ def test_parallel_profile_with_lists(make_executor: MakeExecutor) -> None:
      "unsupported type"),
     (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": {
         "type": "delay", "delay": 3, "ret": -5}})), "'ret' must be >= 0"),
+    # one executor per cpu entry, and Batsim wants one per node of the job
+    (JobSpec("x", resources=ResourceSpecV1(node_count=3), attributes=JobAttributes(custom_attributes={
+        "batsim.profile": {"type": "parallel", "cpu": [1e9, 1e9], "com": [0, 0, 0, 0]}})),
+     r"3 node\(s\) \(ResourceSpecV1\): 'res' \(3\) does not match the number of executors of its "
+     r"'parallel' profile 'batsim.profile' \(2\)"),
 ])
 def test_bad_input_refused_before_anything_is_submitted(make_executor: MakeExecutor, spec: JobSpec,
                                                        field: str) -> None:

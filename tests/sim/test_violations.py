@@ -88,6 +88,17 @@ CASES: dict[str, tuple[list[Reply], str, tuple[str, ...], list[dict[str, Any]] |
                                                                     "profile": "p"}}),
                 ("EXECUTE_JOB", {"job_id": "dyn!x", "alloc": "0-3"}))],
         "the job requests 5 resources but its allocation '0-3' has 4", DYN, None),
+    # Batsim 4.2.1 aborts at the REGISTER_JOB itself (measured: no JOB_SUBMITTED, even
+    # though the job is never executed): "the requested number of resources (1) do NOT
+    # match the number of resources of the associated profile 'p2' (2)"
+    "a parallel profile with more executors than the job's res": (
+        [at_now(("REGISTER_PROFILE", {"workload_name": "dyn", "profile_name": "p2", "profile": {
+                   "type": "parallel", "cpu": [1e9, 1e9], "com": [0, 0, 0, 0]}}),
+                ("REGISTER_JOB", {"job_id": "dyn!x", "job": {"id": "dyn!x", "subtime": 0, "res": 1,
+                                                            "profile": "p2"}}),
+                ("CALL_ME_LATER", {"timestamp": 5.0}))],
+        "REGISTER_JOB 'dyn!x': 'res' (1) does not match the number of executors of its 'parallel' profile "
+        "'p2' (2)", DYN, None),
     "an id Batsim cannot rewrite": ([at_now(REG_P, reg_job("a,b"))], "Batsim cannot rewrite an id containing ','",
                                     DYN, None),
     "registration without the flag": ([at_now(REG_P)], "--enable-dynamic-jobs", (), None),

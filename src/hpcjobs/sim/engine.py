@@ -24,7 +24,8 @@ from ..batsim_protocol import intervals
 from ..batsim_protocol.platform import Platform
 from .errors import Deadlock, InputError, ProtocolViolation
 from .profiles import Execution
-from .workload import WorkloadJob, Profile, Workload, check_composed, make_job, make_profile
+from .workload import (WorkloadJob, Profile, Workload, check_composed, executors_mismatch, make_job,
+                       make_profile)
 
 log = logging.getLogger(__name__)
 
@@ -647,8 +648,12 @@ class Engine:
             raise ProtocolViolation(f"REGISTER_JOB: duplicate job id {jid!r}")
         # (a job wider than the platform is registered, as Batsim does: the decision
         # process may reject it, or map its res executors on fewer resources)
-        if spec.profile not in self._profiles.get(workload, {}):
+        profile = self._profiles.get(workload, {}).get(spec.profile)
+        if profile is None:
             raise self._missing_profile(workload, spec.profile)
+        mismatch = executors_mismatch(profile, spec.res)
+        if mismatch:
+            raise ProtocolViolation(f"REGISTER_JOB {jid!r}: {mismatch}: Batsim refuses the job")
         self._ref(workload, spec.profile, 1)
         if self.options.acknowledge_dynamic_jobs:
             self._submitted(spec)

@@ -207,6 +207,16 @@ class Workload:
         return used
 
 
+def executors_mismatch(profile: Profile, res: int) -> str | None:
+    """Why Batsim refuses a job of ``res`` resources running ``profile`` (a workload
+    at load, a REGISTER_JOB at once), or None: a 'parallel' profile has one executor
+    per 'cpu' entry, and Batsim wants ``res`` of them."""
+    if profile.kind == "parallel" and len(profile.cpu) != res:
+        return (f"'res' ({res}) does not match the number of executors of its 'parallel' profile "
+                f"{profile.name!r} ({len(profile.cpu)})")
+    return None
+
+
 def check_composed(profiles: dict[str, Profile], error: type[SimError], where: str) -> None:
     """Every profile named in a composed profile's ``seq`` must exist in the same workload,
     and no composed profile may contain itself (it would never end)."""
@@ -283,11 +293,9 @@ def parse_workload(path: str, name: str, nb_compute: int) -> Workload:
         seen.add(job.job_id)
         if job.profile not in profiles:
             raise InputError(f"{where}: job {job.name!r} uses unknown profile {job.profile!r}")
-        executors = len(profiles[job.profile].cpu) if profiles[job.profile].kind == "parallel" else job.res
-        if executors != job.res:
-            raise InputError(f"{where}: job {job.job_id!r}: 'res' ({job.res}) does not match the number "
-                             f"of executors of its 'parallel' profile {job.profile!r} ({executors}): "
-                             "Batsim refuses the workload")
+        mismatch = executors_mismatch(profiles[job.profile], job.res)
+        if mismatch:
+            raise InputError(f"{where}: job {job.job_id!r}: {mismatch}: Batsim refuses the workload")
         # (a job wider than the platform is accepted, as Batsim does: the decision
         # process may run its executors on fewer resources with a 'mapping', or reject it)
         jobs.append(job)

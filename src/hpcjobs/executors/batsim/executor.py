@@ -32,7 +32,7 @@ from .jobmanager import WORKLOAD, JobManager, JobRequest, Record
 from .pacing import Pacer, RealTime, VirtualTime
 from .platform import cores_per_host, write_platform
 from .process import simulator_command
-from .profiles import profile_for
+from .profiles import check_nodes, profile_for
 from .schedulers.base import Scheduler
 from .session import Session
 
@@ -150,6 +150,7 @@ class BatsimJobExecutor(JobExecutor):
         if not walltime > 0:
             raise InvalidJobException(f"JobAttributes.duration must be > 0, got {spec.attributes.duration}")
         assert nodes is not None
+        check_nodes(profile, nodes)
         return JobRequest(nodes, walltime, profile, [spec.executable or "", *(spec.arguments or [])],
                           spec.name, self._cores)
 

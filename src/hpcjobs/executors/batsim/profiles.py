@@ -24,10 +24,10 @@ from typing import Any
 from ...environment import expand, job_environment
 from ...errors import InvalidJobException
 from ...sim.errors import SimError
-from ...sim.workload import make_profile
+from ...sim.workload import executors_mismatch, make_profile
 from ...spec import JobSpec
 
-__all__ = ["profile_for", "MIN_DELAY", "ATTRIBUTE"]
+__all__ = ["profile_for", "check_nodes", "MIN_DELAY", "ATTRIBUTE"]
 
 #: the custom attribute holding an explicit Batsim profile
 ATTRIBUTE = "batsim.profile"
@@ -70,6 +70,17 @@ def _derived(program: str, executable: str | None, args: tuple[str, ...]) -> dic
     raise InvalidJobException(
         f"JobSpec.executable: the Batsim executor cannot simulate {executable!r} "
         f"(only sleep, true and false are derived); {_HINT}")
+
+
+def check_nodes(profile: dict[str, Any], nodes: int) -> None:
+    """``InvalidJobException`` if Batsim refuses a job of ``nodes`` nodes running
+    ``profile`` (it aborts the whole simulation at the registration)."""
+    if profile["type"] != "parallel":  # (the only kind with an executor count of its own)
+        return
+    mismatch = executors_mismatch(make_profile(ATTRIBUTE, profile, SimError, ""), nodes)
+    if mismatch:
+        raise InvalidJobException(f"JobAttributes.custom_attributes[{ATTRIBUTE!r}], for a job of {nodes} "
+                                  f"node(s) (ResourceSpecV1): {mismatch}: Batsim refuses it")
 
 
 def _seconds(text: str) -> float:
