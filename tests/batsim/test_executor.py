@@ -109,6 +109,19 @@ def test_a_simulated_job_is_not_held_to_the_limits_of_exec(make_executor: MakeEx
     assert finish(job).state is JobState.COMPLETED
 
 
+def test_a_profile_is_run_as_batsim_reads_it(make_executor: MakeExecutor) -> None:
+    # real Batsim reads a registered profile with its floats rounded to six decimals:
+    # this delay is 1.0, and reaches the walltime (hpcjobs.sim once ran 0.9999996 s and
+    # reported the job COMPLETED)
+    ex = make_executor()
+    job = Job(JobSpec("x", attributes=JobAttributes(duration=timedelta(seconds=1), custom_attributes={
+        "batsim.profile": {"type": "delay", "delay": 0.9999996}})))
+    ex.submit(job)
+    status = finish(job)
+    assert (status.state, status.time) == (JobState.FAILED, 1.0)
+    assert status.message is not None and "walltime exceeded" in status.message
+
+
 def test_parallel_profile_with_lists(make_executor: MakeExecutor) -> None:
     # a profile with list values (a parallel task's cpu vector and com matrix) once
     # ended the decision loop with "unhashable type: 'list'", failing every job
@@ -133,6 +146,9 @@ def test_parallel_profile_with_lists(make_executor: MakeExecutor) -> None:
      "unsupported type"),
     (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": {
         "type": "delay", "delay": 3, "ret": -5}})), "'ret' must be >= 0"),
+    # a delay Batsim reads as 0 (floats of a registered profile to six decimals)
+    (JobSpec("x", attributes=JobAttributes(custom_attributes={"batsim.profile": {
+        "type": "delay", "delay": 4e-7}})), r"non-strictly-positive 'delay' field \(0.0\)"),
     # one executor per cpu entry, and Batsim wants one per node of the job
     (JobSpec("x", resources=ResourceSpecV1(node_count=3), attributes=JobAttributes(custom_attributes={
         "batsim.profile": {"type": "parallel", "cpu": [1e9, 1e9], "com": [0, 0, 0, 0]}})),

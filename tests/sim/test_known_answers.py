@@ -357,3 +357,26 @@ def test_a_call_due_within_10us_comes_10us_later(start_sim: Any) -> None:
     sim.dp.send(msg["now"])
     assert sim.finish()[0] == 0
     assert calls == [1e-5, 2e-5, 4e-5]
+
+
+def test_a_registered_profile_is_read_to_six_decimals(start_sim: Any) -> None:
+    # Batsim 4.2.1 reads a REGISTER_PROFILE as it prints it, every float rounded to six
+    # decimals (a workload file's profiles are run as given): a delay of 0.9999996 is
+    # 1.0, and reaches a walltime of 1 (measured with the real program through the
+    # Batsim executor)
+    sim = start_sim(["-p", ZL, "--enable-dynamic-jobs", "--acknowledge-dynamic-jobs"])
+    msg = sim.begin()
+    now = msg["now"]
+    sim.dp.send(now, [ev(now, "REGISTER_PROFILE", workload_name="dyn", profile_name="d",
+                         profile={"type": "delay", "delay": 0.9999996}),
+                      ev(now, "REGISTER_JOB", job_id="dyn!j",
+                         job={"id": "dyn!j", "subtime": 0, "res": 1, "profile": "d", "walltime": 1})])
+    events: list[Event] = []
+    for reply in ([("EXECUTE_JOB", {"job_id": "dyn!j", "alloc": "0"})],
+                  [("NOTIFY", {"type": "registration_finished"})], []):
+        msg = sim.dp.recv()
+        assert msg is not None, sim.finish()
+        events += msg["events"]
+        sim.dp.send(msg["now"], [ev(msg["now"], kind, **data) for kind, data in reply])
+    assert sim.finish()[0] == 0
+    assert completions(events) == {"dyn!j": (1.0, "COMPLETED_WALLTIME_REACHED", -1)}

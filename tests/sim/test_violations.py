@@ -99,6 +99,11 @@ CASES: dict[str, tuple[list[Reply], str, tuple[str, ...], list[dict[str, Any]] |
                 ("CALL_ME_LATER", {"timestamp": 5.0}))],
         "REGISTER_JOB 'dyn!x': 'res' (1) does not match the number of executors of its 'parallel' profile "
         "'p2' (2)", DYN, None),
+    # Batsim 4.2.1 reads a registered profile as it prints it, floats to six decimals
+    "a registered delay that rounds to 0": (
+        [at_now(("REGISTER_PROFILE", {"workload_name": "dyn", "profile_name": "tiny",
+                                      "profile": {"type": "delay", "delay": 4e-7}}))],
+        "profile 'tiny' has a non-strictly-positive 'delay' field (0.0)", DYN, None),
     "an id Batsim cannot rewrite": ([at_now(REG_P, reg_job("a,b"))], "Batsim cannot rewrite an id containing ','",
                                     DYN, None),
     "registration without the flag": ([at_now(REG_P)], "--enable-dynamic-jobs", (), None),

@@ -25,7 +25,7 @@ from ..batsim_protocol.platform import Platform
 from .errors import Deadlock, InputError, ProtocolViolation
 from .profiles import Execution
 from .workload import (WorkloadJob, Profile, Workload, check_composed, executors_mismatch, make_job,
-                       make_profile)
+                       registered_profile)
 
 log = logging.getLogger(__name__)
 
@@ -622,7 +622,7 @@ class Engine:
         profiles = self._profiles.setdefault(wl, {})  # registering a profile creates its workload
         if name in profiles or (wl, name) in self._gone:
             raise ProtocolViolation(f"REGISTER_PROFILE: duplicate profile {name!r} in workload {wl!r}")
-        prof = make_profile(name, raw, ProtocolViolation, "REGISTER_PROFILE")
+        prof = registered_profile(name, raw, ProtocolViolation, "REGISTER_PROFILE")
         check_composed({**profiles, name: prof}, ProtocolViolation, "REGISTER_PROFILE")
         profiles[name] = prof
         for sub in prof.seq:

@@ -73,6 +73,14 @@ def make_profile(name: str, raw: object, error: type[SimError], where: str) -> P
     return dataclasses.replace(profile, raw=_printed(raw))
 
 
+def registered_profile(name: str, raw: object, error: type[SimError], where: str) -> Profile:
+    """:func:`make_profile` for a profile registered by the decision process
+    (REGISTER_PROFILE), which Batsim 4.2.1 reads as it prints it, every float rounded
+    to six decimals (measured: a delay of 4e-7 is refused as 0, one of 0.9999996 lasts
+    1 s, a 'cpu' of 1.4000004 flops is 1.4), where a workload file's are run as given."""
+    return make_profile(name, _printed(raw), error, where)
+
+
 def _checked_profile(name: str, raw: dict[str, Any], fail: Callable[[str], SimError]) -> Profile:
     kind = raw.get("type")
     if kind not in PROFILE_TYPES:

@@ -24,7 +24,7 @@ from typing import Any
 from ...environment import expand, job_environment
 from ...errors import InvalidJobException
 from ...sim.errors import SimError
-from ...sim.workload import executors_mismatch, make_profile
+from ...sim.workload import executors_mismatch, registered_profile
 from ...spec import JobSpec
 
 __all__ = ["profile_for", "check_nodes", "MIN_DELAY", "ATTRIBUTE"]
@@ -77,7 +77,7 @@ def check_nodes(profile: dict[str, Any], nodes: int) -> None:
     ``profile`` (it aborts the whole simulation at the registration)."""
     if profile["type"] != "parallel":  # (the only kind with an executor count of its own)
         return
-    mismatch = executors_mismatch(make_profile(ATTRIBUTE, profile, SimError, ""), nodes)
+    mismatch = executors_mismatch(registered_profile(ATTRIBUTE, profile, SimError, ""), nodes)
     if mismatch:
         raise InvalidJobException(f"JobAttributes.custom_attributes[{ATTRIBUTE!r}], for a job of {nodes} "
                                   f"node(s) (ResourceSpecV1): {mismatch}: Batsim refuses it")
@@ -105,13 +105,14 @@ def _checked(profile: Any) -> dict[str, Any]:
     except (TypeError, ValueError) as e:
         raise InvalidJobException(f"{where} is not JSON: {e}") from None
     # Batsim aborts the whole simulation on a profile it refuses (every job FAILED with
-    # it): refuse the one job instead, by the rules the embedded simulator checks
+    # it): refuse the one job instead, by the rules the embedded simulator checks, on
+    # the profile as Batsim reads it
     if profile["type"] == "composed":
         raise InvalidJobException(f"{where}: a composed profile names its steps, profiles of the "
                                   "same workload, but the executor registers each job's profile "
                                   "under a name of its own: give each job a simple profile")
     try:
-        checked = make_profile(ATTRIBUTE, profile, SimError, "JobAttributes.custom_attributes")
+        checked = registered_profile(ATTRIBUTE, profile, SimError, "JobAttributes.custom_attributes")
     except SimError as e:
         raise InvalidJobException(str(e)) from None
     if checked.ret < 0:
