@@ -524,12 +524,14 @@ def test_bad_config_is_refused_at_creation(make_executor: MakeExecutor) -> None:
 
 
 @pytest.mark.parametrize("setting", [{"speed": "fast"}, {"speed": "1Gf,fast"}, {"speed": "0Gf"},
+                                     {"speed": float("inf")},
                                      {"platform": "garbage"}, {"platform": "no master host"},
                                      {"platform": "a pstate SimGrid cannot read"}])
 def test_a_platform_the_simulator_cannot_read_is_refused_at_creation(
-        make_executor: MakeExecutor, tmp_path: Path, setting: dict[str, str]) -> None:
+        make_executor: MakeExecutor, tmp_path: Path, setting: dict[str, object]) -> None:
     # these were accepted, then the first submit raised a ValueError (a platform file)
-    # or every job FAILED with the simulator's parse error (a speed)
+    # or every job FAILED with the simulator's parse error (a speed; an infinite one,
+    # written 'inff', only on hpcjobs.sim: SimGrid reads it, as strtod does)
     if "platform" in setting:
         path = tmp_path / "platform.xml"
         hosts = {"no master host": '<host id="a" speed="1Gf"/>',
@@ -539,7 +541,7 @@ def test_a_platform_the_simulator_cannot_read_is_refused_at_creation(
                         "<?xml version='1.0'?>\n"
                         '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
                         '<platform version="4.1"><zone id="AS0" routing="Full">'
-                        f'{hosts[setting["platform"]]}</zone></platform>\n')
+                        f'{hosts[str(setting["platform"])]}</zone></platform>\n')
         config: dict[str, object] = {"platform": path}
     else:
         config = dict(setting)

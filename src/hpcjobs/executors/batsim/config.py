@@ -91,8 +91,8 @@ class BatsimExecutorConfig(JobExecutorConfig):
                             f"got {self.speed!r}")
         if isinstance(self.speed, str):
             _check_speed(self.speed)
-        elif not self.speed > 0:
-            raise ValueError(f"batsim config 'speed' must be > 0, got {self.speed!r}")
+        else:  # (an infinite one would be written 'inff', which only SimGrid reads)
+            _positive("speed", self.speed)
         if not isinstance(self.simulator, str) or not self.simulator:
             raise TypeError(f"batsim config 'simulator' must be a non-empty str, got {self.simulator!r}")
         if self.simulator not in ("auto", "hpcjobs.sim") and shutil.which(self.simulator) is None:
