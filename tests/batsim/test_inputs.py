@@ -125,3 +125,20 @@ def test_the_simulators_own_error_is_found_in_its_stderr(tmp_path: Path, stderr:
     path = tmp_path / "simulator.stderr"
     path.write_text(stderr)
     assert explain(path) == message
+
+
+def test_the_embedded_simulator_runs_this_very_hpcjobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the simulator starts in its run directory: with hpcjobs imported through a
+    # relative PYTHONPATH entry (a checkout's 'src') or none, 'python -m hpcjobs.sim'
+    # imported whatever hpcjobs the interpreter found there, maybe another version
+    import sys
+
+    import hpcjobs
+    from hpcjobs.executors.batsim.process import spawn
+
+    monkeypatch.setenv("PYTHONPATH", "src")
+    stderr = tmp_path / "stderr"
+    process = spawn([sys.executable, "-c", "import sys, hpcjobs; sys.stderr.write(hpcjobs.__file__)"],
+                    tmp_path, stderr)
+    assert process.wait(60) == 0
+    assert stderr.read_text() == hpcjobs.__file__

@@ -13,6 +13,7 @@ import os
 import re
 import select
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -47,12 +48,30 @@ def simulator_command(simulator: str, platform: Path, export_prefix: Path, endpo
     return [program, *flags]
 
 
+#: the directory this hpcjobs package was imported from: ``python -m hpcjobs.sim`` runs in
+#: the run directory, where a relative PYTHONPATH entry (a checkout's ``src``) means
+#: something else, and must run this very code, not another installed version
+_PACKAGE_ROOT = Path(__file__).resolve().parents[3]
+
+
+def _environment() -> dict[str, str]:
+    """The simulator's environment: ours, with :data:`_PACKAGE_ROOT` first on its
+    PYTHONPATH unless it is a site directory (there it is found anyway, and first on
+    the path it would shadow the standard library with whatever is installed)."""
+    env = dict(os.environ)
+    sites = {Path(d).resolve() for d in (*site.getsitepackages(), site.getusersitepackages())}
+    if _PACKAGE_ROOT not in sites:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
 def spawn(argv: list[str], cwd: Path, stderr_path: Path) -> "subprocess.Popen[bytes]":
     """Start the simulator; its stderr goes to ``stderr_path``."""
+    env = _environment()
     with open(stderr_path, "wb", opener=opener) as err:
         try:
             # umask: the simulator's outputs are ours, private like every hpcjobs file
-            return subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL,
+            return subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
                                     umask=0o077)
         except OSError as e:
