@@ -173,16 +173,27 @@ class JobExecutor(ABC):
 
     def submit_many(self, jobs: Iterable[Job]) -> None:
         """Submit several jobs; a backend may send them together (the batch schedulers
-        make arrays of them, docs/arrays.md). On return every job is QUEUED (or later),
-        or :class:`BulkSubmitException` pairs each job that was not submitted with the
-        reason (those jobs are NEW again). This default submits them one by one."""
+        make arrays of them, docs/arrays.md). Every job is checked first: an invalid one
+        raises InvalidJobException with nothing submitted. On return every job is QUEUED
+        (or later), or :class:`BulkSubmitException` pairs each job that was not
+        submitted with the reason (those jobs are NEW again). This default submits them
+        one by one; a refusal only the backend's submit can make (a Flux jobspec it
+        cannot express) is one of those reasons, the InvalidJobException its cause."""
         jobs = list(jobs)
+        for job in jobs:
+            if not isinstance(job, Job):
+                raise TypeError(f"submit_many() takes Jobs, got {type(job).__name__}")
+            if job.spec is None:
+                raise InvalidJobException(f"job {job.id} has no spec")
+            self._check_spec(job.spec)
         failures: list[tuple[Job, SubmitException]] = []
         for job in jobs:
             try:
                 self.submit(job)
             except SubmitException as e:
                 failures.append((job, e))
+            except InvalidJobException as e:  # (the jobs before it are submitted)
+                failures.append((job, SubmitException(f"invalid job: {e}", e)))
         if failures:
             raise BulkSubmitException(failures, len(jobs))
 

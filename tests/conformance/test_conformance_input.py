@@ -165,6 +165,18 @@ def _changed_resources(**counts: int) -> ResourceSpecV1:
     return res
 
 
+def test_submit_many_with_an_invalid_job_submits_none(executor: JobExecutor) -> None:
+    """An invalid job among valid ones: InvalidJobException, and not one of them is
+    submitted (the one-by-one default submitted those before it)."""
+    before = executor.list()
+    jobs = [Job(JobSpec("/bin/true")), Job(JobSpec("/bin/true", launcher="no-such-launcher")),
+            Job(JobSpec("/bin/true"))]
+    with pytest.raises(InvalidJobException, match="launcher"):
+        executor.submit_many(jobs)
+    for job in jobs:
+        _assert_nothing_submitted(executor, job, before)
+
+
 @pytest.mark.requires("executes")
 def test_a_string_no_bytes_stand_for_is_refused(executor: JobExecutor) -> None:
     """A lone surrogate (not os.fsdecode's stand-in for an undecodable byte, which is

@@ -32,6 +32,7 @@ except ImportError:  # every test needs the instance fixture, which skips (fails
     pass
 
 from hpcjobs import (
+    BulkSubmitException,
     InvalidJobException,
     Job,
     JobAttributes,
@@ -542,6 +543,22 @@ def test_refused_before_submission(executor: JobExecutor, spec: JobSpec, field: 
         executor.submit(job)
     assert field in str(raised.value)
     assert job.native_id is None and job.status.state is JobState.NEW
+
+
+def test_submit_many_reports_a_job_only_flux_refuses_and_submits_the_others(
+        executor: JobExecutor) -> None:
+    """A refusal only building the jobspec makes (no Flux V1 memory) is a failure of
+    BulkSubmitException, its cause the InvalidJobException; the other jobs run."""
+    jobs = [Job(JobSpec("/bin/true")), Job(JobSpec("/bin/true", resources=ResourceSpecV1(memory=1 << 30))),
+            Job(JobSpec("/bin/true"))]
+    with pytest.raises(BulkSubmitException) as raised:
+        executor.submit_many(jobs)
+    [(job, error)] = raised.value.failures
+    assert job is jobs[1] and job.status.state is JobState.NEW and job.native_id is None
+    assert isinstance(error.exception, InvalidJobException) and "ResourceSpecV1.memory" in str(error)
+    for ok in (jobs[0], jobs[2]):
+        status = ok.wait(timeout=WAIT)
+        assert status is not None and status.state is JobState.COMPLETED
 
 
 # --- bindings, connection, lifecycle --------------------------------------------------------
