@@ -87,7 +87,8 @@ def test_hostile_names_and_paths(executor: JobExecutor, launcher: str, scratch: 
 def _assert_nothing_submitted(executor: JobExecutor, job: Job, listed_before: list[str]) -> None:
     assert job.status.state is JobState.NEW
     assert job.native_id is None and job.executor is None
-    assert executor.list() == listed_before
+    # no new id (a job of an earlier test may have left the scheduler's list meanwhile)
+    assert set(executor.list()) <= set(listed_before)
 
 
 def _assert_refused(executor: JobExecutor, spec: JobSpec, match: str) -> None:
