@@ -33,7 +33,7 @@ def test_the_shape_ignores_per_job_directives_only() -> None:
 
 
 def staged(tmp_path: Path) -> Staged:
-    return Staged(Job(JobSpec("/bin/true")), JobDir(tmp_path), "#!/bin/sh\n", {}, "one shape")
+    return Staged(Job(JobSpec("/bin/true")), JobDir(tmp_path), "#!/bin/sh\n", {}, ("job_name",))
 
 
 def test_chunks_respect_the_limit(tmp_path: Path) -> None:

@@ -25,7 +25,6 @@ from ...launchers.base import job_argv
 from ...threads import PeriodicTask
 from ...spec import JobSpec
 from ...state import JobState, JobStatus
-from . import arrays
 from .arrays import ArrayDir, BurstCollector, Staged, chunks
 from .changes import ChangeNotes
 from .jobdir import JobDir
@@ -102,10 +101,8 @@ class BatchSchedulerExecutor(BatchMonitor):
             script = self._render(spec, job_dir, directives, note)
         with self._lock:  # its notes may come before the submit command returns
             self._submitting.add(name)
-        shape = None
-        if self.array_variables is not None:
-            shape = arrays.shape(directives, self.per_job_directives)
-        return Staged(job, job_dir, script, directives, shape)
+        per_job = self.per_job_directives if self.array_variables is not None else None
+        return Staged(job, job_dir, script, directives, per_job)
 
     def _submit_staged(self, items: Sequence[Staged]) -> None:
         if self._bursts is None:
@@ -122,7 +119,7 @@ class BatchSchedulerExecutor(BatchMonitor):
         """Submit a round: one array per shape (split at the size limit), the rest alone."""
         groups: dict[Hashable, list[Staged]] = {}
         for item in batch:
-            groups.setdefault(item.shape if item.shape is not None else id(item), []).append(item)
+            groups.setdefault(item.group_key() if len(batch) > 1 else id(item), []).append(item)
         limit = 0
         try:
             for members in groups.values():
