@@ -27,6 +27,7 @@ from hpcjobs import Job, JobExecutor, JobSpec, JobState
 from hpcjobs.errors import CommandError, InvalidJobException, SubmitException
 from hpcjobs.exec_limits import MAX_ARG_STRLEN
 from hpcjobs.executors.batch import BatchSchedulerExecutor, JobDir, NativeStatus
+from hpcjobs.executors.batch.jobdir import exports
 from hpcjobs.executors.batch.native import local_time
 
 WAIT = 30.0  # upper bound for any wait (never a timing assertion)
@@ -373,7 +374,7 @@ def test_the_captured_environment_follows_every_change(tmp_path: Path) -> None:
     for i, change in enumerate([{}, {"A": "changed"}, {"B": "new"}, {}]):
         env.update(change)
         job_dir = JobDir.create(tmp_path, f"job{i}")
-        job_dir.write_environment(env, ("PBS_",))
+        job_dir.write_environment(exports(env, ("PBS_",)))
         texts.append(job_dir.environment_file.read_text())
         assert job_dir.environment_file.stat().st_mode & 0o777 == 0o600
     assert texts[0] == "export A='it'\"'\"'s'\n"

@@ -45,7 +45,8 @@ from ...private import DIR_MODE, create, fill
 from ...state import JobStatus
 from .script import shell_quote
 
-__all__ = ["JobDir", "ExitRecord", "SCRIPT", "BATCH_OUT", "STARTED", "EXIT", "ENVIRONMENT"]
+__all__ = ["JobDir", "ExitRecord", "exports", "SCRIPT", "BATCH_OUT", "STARTED", "EXIT",
+           "ENVIRONMENT"]
 
 SCRIPT = "job.sh"
 BATCH_OUT = "batch.out"
@@ -60,11 +61,18 @@ _SHELL_OWN = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "BASHOPTS", "BASH_VERSINF
                         "PPID", "SHELLOPTS", "UID", "GROUPS"})
 
 
+def exports(environment: Mapping[str, str], reserved: Sequence[str] = ()) -> bytes:
+    """``environment`` as the ``export NAME=value`` lines of an environment file (see
+    :meth:`JobDir.write_environment`). Left out: names a shell cannot export, the
+    shell's own bookkeeping, and ``reserved`` names (a trailing '_' makes a prefix) the
+    scheduler sets itself."""
+    return _exports(tuple(environment.items()), tuple(reserved))
+
+
 @functools.lru_cache(maxsize=4)
 def _exports(environment: tuple[tuple[str, str], ...], reserved: tuple[str, ...]) -> bytes:
-    """The environment file's text (see :meth:`JobDir.write_environment`); remembered,
-    as a loop of submits captures the same environment every time (quoting it all cost
-    more than the rest of a submit's own work)."""
+    """:func:`exports`, remembered, as a loop of submits captures the same environment
+    every time (quoting it all cost more than the rest of a submit's own work)."""
     lines = []
     for name, value in environment:
         if (not VALID_NAME.match(name) or name in _SHELL_OWN
@@ -169,15 +177,12 @@ class JobDir:
             create(self.script, data, mode=0o700, exclusive=True)
         self.empty_script = False
 
-    def write_environment(self, environment: Mapping[str, str],
-                          reserved: Sequence[str] = ()) -> None:
-        """Write ``environment`` as ``export NAME=value`` lines the script sources (mode
-        0600). Left out: names a shell cannot export, the shell's own bookkeeping, and
-        ``reserved`` names (a trailing '_' makes a prefix) the scheduler sets itself.
-        Nothing is written when the file holds that text already (a spare directory
-        made while the previous submit command ran: one file creation fewer on the
-        submit path, where the scheduler's own disk writes make it slow)."""
-        data = _exports(tuple(environment.items()), tuple(reserved))
+    def write_environment(self, data: bytes) -> None:
+        """Write the environment file the script sources (mode 0600): ``data``, the
+        text of :func:`exports`. Nothing is written when the file holds that text
+        already (a spare directory made while the previous submit command ran: one
+        file creation fewer on the submit path, where the scheduler's own disk writes
+        make it slow)."""
         if data == self.environment:
             return
         create(self.environment_file, data)
