@@ -7,8 +7,9 @@ An argument list (never a shell), a timeout, a debug log line, and on failure a
 from __future__ import annotations
 
 import logging
+import math
 import os
-import selectors
+import select
 import subprocess
 import time
 from dataclasses import dataclass
@@ -53,8 +54,9 @@ def run(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, check: bool = 
     args = [str(a) for a in argv]
     t0 = time.monotonic()
     try:
+        # unbuffered: the pipes are read with os.read (a buffered reader each cost ~5 us)
         p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
+                             stderr=subprocess.PIPE, bufsize=0)
     except FileNotFoundError as e:
         raise CommandError(args, None, "", str(e), reason="could not be run: not found") from e
     except PermissionError as e:
@@ -89,32 +91,35 @@ def _collect(p: "subprocess.Popen[bytes]", stdout: list[bytes], stderr: list[byt
     Not ``subprocess.run(timeout=...)``: its wait for a command that has closed its
     pipes but is not yet reaped sleeps in growing steps (0.5 ms, 1 ms, 2 ms, ...), a
     millisecond or more on every call, which is most of what a submit adds to a bare
-    ``sbatch``. A pidfd (Linux 5.3) wakes at the exit itself.
+    ``sbatch``. A pidfd (Linux 5.3) wakes at the exit itself. The pipes are polled with
+    ``select.poll`` directly: the ``selectors`` module's objects cost ~25 us of CPU per
+    command, a fifth of what running one costs, on every submit.
     """
-    with selectors.PollSelector() as selector:  # (no epoll instance for two pipes)
-        assert p.stdout is not None and p.stderr is not None  # (both are pipes)
-        selector.register(p.stdout, selectors.EVENT_READ, stdout)
-        selector.register(p.stderr, selectors.EVENT_READ, stderr)
-        while selector.get_map():
-            for key, _ in _select(selector, deadline):
-                data = os.read(key.fd, 65536)
-                if data:
-                    key.data.append(data)
-                else:
-                    selector.unregister(key.fileobj)
-        if p.poll() is None:
-            pidfd = os.pidfd_open(p.pid)
-            try:
-                selector.register(pidfd, selectors.EVENT_READ)
-                _select(selector, deadline)
-            finally:
-                os.close(pidfd)
+    assert p.stdout is not None and p.stderr is not None  # (both are pipes)
+    chunks = {p.stdout.fileno(): stdout, p.stderr.fileno(): stderr}
+    poller = select.poll()
+    for fd in chunks:
+        poller.register(fd, select.POLLIN)
+    while chunks:
+        for fd, _ in _poll(poller, deadline):
+            data = os.read(fd, 65536)
+            if data:
+                chunks[fd].append(data)
+            else:
+                poller.unregister(fd)
+                del chunks[fd]
+    if p.poll() is None:
+        pidfd = os.pidfd_open(p.pid)
+        try:
+            poller.register(pidfd, select.POLLIN)
+            _poll(poller, deadline)
+        finally:
+            os.close(pidfd)
     p.wait()
 
 
-def _select(selector: selectors.BaseSelector,
-            deadline: float) -> list[tuple[selectors.SelectorKey, int]]:
-    events = selector.select(max(0.0, deadline - time.monotonic()))
+def _poll(poller: "select.poll", deadline: float) -> list[tuple[int, int]]:
+    events = poller.poll(math.ceil(max(0.0, deadline - time.monotonic()) * 1000))
     if not events:
         raise _TimedOut
     return events
