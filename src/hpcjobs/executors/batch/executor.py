@@ -96,12 +96,16 @@ class BatchSchedulerExecutor(BatchMonitor):
 
     def _stage(self, job: Job) -> Staged:
         """Check and claim ``job`` and render its script (nothing is written yet)."""
-        with self._submission(job) as spec:
+        spec = self._claim_for_submit(job)  # (not _submission: a generator per job)
+        try:
             job_dir = JobDir(self.work_directory / job.id)
             name = job_dir.path.name
             directives = self._directives(spec, job_dir)
             note = self._change_notes().note_for(name)
             script = self._render(spec, job_dir, directives, note)
+        except BaseException:
+            job._bind(None, None)
+            raise
         with self._lock:  # its notes may come before the submit command returns
             self._submitting.add(name)
         per_job = self.per_job_directives if self.array_variables is not None else None
