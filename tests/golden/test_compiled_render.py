@@ -39,6 +39,31 @@ def test_the_compiled_renderer_writes_what_pystache_writes(backend: str, case: s
         assert "{{" not in expected
 
 
+def test_every_kind_of_tag_renders_as_pystache_renders_it(tmp_path: Path) -> None:
+    # nested sections (names looked up outwards), a list of strings ({{.}}), an item
+    # that is no dict, inverted sections in and out of sections, a literal, a comment,
+    # quotes and newlines in the text itself
+    template = tmp_path / "t.mustache"
+    template.write_text("{{! a comment }}it's \"{{name}}\"\n{{#items}}{{name}}: "
+                        "{{#words}}{{.}},{{/words}}{{^words}}none{{/words}} {{{raw}}}\n"
+                        "{{/items}}{{#flag}}{{flag}} {{name}}{{/flag}}{{^missing}}-{{/missing}}"
+                        "{{#count}}{{count}}{{/count}}\n")
+    context = {"name": "a b", "raw": "$x 'y'", "flag": True, "missing": [], "count": 2,
+               "items": [{"name": "one", "words": ["it's", "w"]},
+                         {"words": [], "raw": "r"}]}
+    assert _compiled(template)(context) == pystache_render(template, context)
+
+
+def test_a_callable_value_is_an_error(tmp_path: Path) -> None:
+    template = tmp_path / "t.mustache"
+    template.write_text("{{#items}}{{name}}{{/items}}{{top}}\n")
+    render = _compiled(template)
+    with pytest.raises(TypeError, match="top"):
+        render({"items": [], "top": lambda: "x"})
+    with pytest.raises(TypeError, match="name"):
+        render({"items": [{"name": print}], "top": "x"})
+
+
 def test_a_missing_key_is_an_error(tmp_path: Path) -> None:
     template = tmp_path / "t.mustache"
     template.write_text("{{#list}}{{name}} {{/list}}{{^other}}none{{/other}}\n")
@@ -54,7 +79,7 @@ def test_a_parse_tree_of_another_shape_falls_back_to_pystache(tmp_path: Path,
     # attribute renamed) must cost the speed-up, not the submit
     from hpcjobs.executors.batch import script
 
-    def reshaped(nodes: Any) -> Any:
+    def reshaped(*args: Any) -> Any:
         raise AttributeError("'_SectionNode' object has no attribute 'parsed'")
     monkeypatch.setattr(script, "_compile_nodes", reshaped)
     template = tmp_path / "t.mustache"
