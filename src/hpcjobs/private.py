@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Union
 
 __all__ = ["FILE_MODE", "DIR_MODE", "make_dirs", "opener", "create", "fill"]
 
@@ -38,7 +39,8 @@ def opener(path: str, flags: int) -> int:
     return os.open(path, flags, FILE_MODE)
 
 
-def create(path: Path, data: bytes, mode: int = FILE_MODE, exclusive: bool = False) -> None:
+def create(path: Union[str, Path], data: bytes, mode: int = FILE_MODE,
+           exclusive: bool = False) -> None:
     """Write ``data`` to ``path`` (mode ``mode`` if it is created); ``exclusive``: the
     file must not exist yet."""
     flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
@@ -49,7 +51,7 @@ def create(path: Path, data: bytes, mode: int = FILE_MODE, exclusive: bool = Fal
         os.close(fd)
 
 
-def fill(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
+def fill(path: Union[str, Path], data: bytes, mode: int = FILE_MODE) -> None:
     """Write ``data`` into ``path``, a file of ours made empty beforehand (a spare job
     directory's script), keeping its mode (``mode`` if it has gone meanwhile and is
     made again).
