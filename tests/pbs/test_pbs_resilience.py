@@ -226,20 +226,30 @@ def test_a_long_name_is_cut_to_what_qsub_takes(executor: JobExecutor) -> None:
     assert qstat(job.native_id or "")["Job_Name"] == "n" * 230
 
 
-def test_a_qsub_that_hangs_after_a_short_job_ended_still_submitted_it(
-        pbs_server: None, work_dir: Path, tmp_path: Path) -> None:
-    # qsub submits, then hangs until it is given up on; meanwhile the job has run and
-    # ended: it is found in PBS's history by its script, not reported unsubmitted
-    bin_dir = shim(tmp_path / "bin", "qsub",
-                   'id=$("$REAL" "$@") || exit\n'
-                   'while "$(dirname "$REAL")/qstat" "$id" >/dev/null 2>&1; do sleep 0.2; done\n'
-                   'exec sleep 120')
+def _hanging_qsub(bin_dir: Path) -> Path:
+    """A qsub that submits, then hangs until it is given up on, once its job has ended."""
+    return shim(bin_dir, "qsub",
+                'id=$("$REAL" "$@") || exit\n'
+                'while "$(dirname "$REAL")/qstat" "$id" >/dev/null 2>&1; do sleep 0.2; done\n'
+                'exec sleep 120')
+
+
+def _submitted_despite_the_timeout(work_dir: Path, bin_dir: Path) -> None:
+    """A job whose qsub (``bin_dir``'s) timed out after its job ran is found, and ends
+    in its true state."""
     with JobExecutor.get_instance("pbs", config={"work_directory": work_dir,
                                                  "bin_directory": bin_dir,
                                                  "command_timeout": 20.0}) as ex:
         job = Job(JobSpec("/bin/sh", ["-c", "exit 3"]))
         ex.submit(job)
         assert final(job)[:2] == (JobState.FAILED, 3)
+
+
+def test_a_qsub_that_hangs_after_a_short_job_ended_still_submitted_it(
+        pbs_server: None, work_dir: Path, tmp_path: Path) -> None:
+    # meanwhile the job has run and ended: it is found in PBS's history by its script,
+    # not reported unsubmitted
+    _submitted_despite_the_timeout(work_dir, _hanging_qsub(tmp_path / "bin"))
 
 
 def test_a_timed_out_qsub_is_found_among_a_busy_minute_of_jobs(
@@ -250,20 +260,12 @@ def test_a_timed_out_qsub_is_found_among_a_busy_minute_of_jobs(
     # (standing in for the time so many take), with 150 other jobs in the window.
     held = [qsub("-h", "--", "/bin/true") for _ in range(150)]
     try:
-        bin_dir = shim(tmp_path / "bin", "qsub",
-                       'id=$("$REAL" "$@") || exit\n'
-                       'while "$(dirname "$REAL")/qstat" "$id" >/dev/null 2>&1; do sleep 0.2; done\n'
-                       'exec sleep 120')
+        bin_dir = _hanging_qsub(tmp_path / "bin")
         shim(bin_dir, "qstat",
              'n=0; for a; do case $a in [0-9]*) n=$((n + 1)) ;; esac; done\n'
              '[ "$n" -le 100 ] || { echo "qstat: $n ids at once" >&2; exit 9; }\n'
              'exec "$REAL" "$@"')
-        with JobExecutor.get_instance("pbs", config={"work_directory": work_dir,
-                                                     "bin_directory": bin_dir,
-                                                     "command_timeout": 20.0}) as ex:
-            job = Job(JobSpec("/bin/sh", ["-c", "exit 3"]))
-            ex.submit(job)
-            assert final(job)[:2] == (JobState.FAILED, 3)
+        _submitted_despite_the_timeout(work_dir, bin_dir)
     finally:
         run("qdel", *held, check=False)
 
