@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from fs_probe import file_create_us
 from hpcjobs import Job, JobExecutor, JobSpec
 from hpcjobs.executors.pbs import pbs_exec_bin
 
@@ -79,6 +80,7 @@ def main() -> None:
     cpu: dict[str, list[float]] = {"raw": [], "hpcjobs": []}
     with tempfile.TemporaryDirectory(prefix="hpcjobs-bench-", ignore_cleanup_errors=True) as tmp:
         root = Path(tmp)
+        file_cost = file_create_us(root)  # (see fs_probe.py: the ratio follows it)
         script = root / "job.sh"
         script.write_text(f"#!/bin/sh\n#PBS -o {root}/raw.out\n#PBS -j oe\n"
                           "#PBS -l walltime=0:10:00\nsleep 1\n")
@@ -100,6 +102,7 @@ def main() -> None:
         "ratio": round(statistics.median(ours) / statistics.median(raw), 3),
         "target_ratio": 0.9,
         "cpu_ms_per_submit": {k: round(statistics.mean(v) * 1000, 2) for k, v in cpu.items()},
+        "file_create_us": file_cost,
     }))
 
 

@@ -48,6 +48,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from fs_probe import file_create_us
 from hpcjobs import Job, JobAttributes, JobExecutor, JobSpec
 
 
@@ -324,10 +325,12 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hpcjobs-bench-", ignore_cleanup_errors=True) as tmp:
         directory = Path(tmp)
+        file_cost = file_create_us(directory)  # (see fs_probe.py: the ratio follows it)
         results = loops(args, directory) if args.jobs else {}
         burst = bursts(args.burst, directory) if args.burst else {}
         lone = lone_window(args.lone, directory) if args.lone else {}
-    print(json.dumps({"benchmark": "slurm_submit", **results, **burst, **lone}))
+    print(json.dumps({"benchmark": "slurm_submit", **results, **burst, **lone,
+                      "file_create_us": file_cost}))
 
 
 if __name__ == "__main__":
