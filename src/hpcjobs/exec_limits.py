@@ -75,9 +75,8 @@ def _check(what: str, where: str, value: str, prefix: int = 0) -> None:
     ``${NAME}`` references, is too long for execve(2)."""
     literal = references(value)[::2] if "${" in value else [value]
     # Bytes as the job gets them: UTF-8, with the surrogates Python makes of undecodable
-    # bytes back as those single bytes (os.fsencode). "replace" counts each as one byte
-    # too, and does not raise for a lone surrogate that no byte gives.
-    size = prefix + sum(len(part.encode("utf-8", "replace")) for part in literal)
+    # bytes back as those single bytes (os.fsencode; any other surrogate was refused)
+    size = prefix + sum(len(part.encode("utf-8", "surrogateescape")) for part in literal)
     if size >= MAX_ARG_STRLEN:  # the NUL makes it one byte more than the limit
         counted = " without its ${NAME} references" if len(literal) > 1 else ""
         raise InvalidJobException(

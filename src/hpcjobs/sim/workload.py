@@ -60,17 +60,19 @@ class Profile:
     repeat: int = 1
 
 
-def make_profile(name: str, raw: object, error: type[SimError], where: str) -> Profile:
-    """Validate one profile description; ``where`` prefixes error messages."""
+def make_profile(name: str, raw: object, error: type[SimError], where: str,
+                 run_as_printed: bool = False) -> Profile:
+    """Validate one profile description; ``where`` prefixes error messages. The run
+    uses the numbers as given, or with ``run_as_printed`` as messages show them."""
 
     def fail(msg: str) -> SimError:
         return error(f"{where}: profile {name!r} {msg}")
 
     if not isinstance(raw, dict):
         raise fail("is not a JSON object")
-    profile = _checked_profile(name, raw, fail)
-    # the run uses the numbers as given; messages show them as Batsim prints them
-    return dataclasses.replace(profile, raw=_printed(raw))
+    printed = _printed(raw)  # (messages show the numbers as Batsim prints them)
+    profile = _checked_profile(name, printed if run_as_printed else raw, fail)
+    return dataclasses.replace(profile, raw=printed)
 
 
 def registered_profile(name: str, raw: object, error: type[SimError], where: str) -> Profile:
@@ -78,7 +80,7 @@ def registered_profile(name: str, raw: object, error: type[SimError], where: str
     (REGISTER_PROFILE), which Batsim 4.2.1 reads as it prints it, every float rounded
     to six decimals (measured: a delay of 4e-7 is refused as 0, one of 0.9999996 lasts
     1 s, a 'cpu' of 1.4000004 flops is 1.4), where a workload file's are run as given."""
-    return make_profile(name, _printed(raw), error, where)
+    return make_profile(name, raw, error, where, run_as_printed=True)
 
 
 def _checked_profile(name: str, raw: dict[str, Any], fail: Callable[[str], SimError]) -> Profile:
