@@ -16,7 +16,7 @@ import pytest
 from hpcjobs import (InvalidJobException, Job, JobAttributes, JobExecutor, JobSpec, JobState,
                      ResourceSpecV1, SubmitException)
 
-from pbs_helpers import WAIT, qstat, qsub, run, shim
+from pbs_helpers import WAIT, qstat, qsub, run, shim, wait_until
 
 HOSTILE = "it's \"$HOME\" `id` $(id) \\ ; & | * ~ %j é @:=,\nline2"
 
@@ -196,10 +196,19 @@ def test_the_server_restarted_mid_run(executor: JobExecutor) -> None:
         assert job.status.state is JobState.ACTIVE
     finally:
         subprocess.run(restart, shell=True, check=True, capture_output=True, timeout=120)
-    # A restarted server may find the running job out of step with its MoM and requeue
-    # it ("Discard running job, state mismatch" in server_logs); the scheduler would run
-    # it again only at its next cycle (scheduler_iteration, 10 min by default): start one.
-    run("qmgr", "-c", "set server scheduling = True")
+    # A restarted server may find the running job out of step with its MoM: it discards
+    # it ("Discard running job, state mismatch" in server_logs) and requeues it once the
+    # MoM has let go. The scheduler would run it again only at its next cycle
+    # (scheduler_iteration, 10 min by default), and a cycle started before the requeue
+    # sees nothing to run (a local run in three): start a cycle whenever PBS has it queued.
+    def ended_or_rescheduled() -> bool:
+        if job.status.state.final:
+            return True
+        if qstat(str(job.native_id)).get("job_state") == "Q":
+            run("qmgr", "-c", "set server scheduling = True")
+        return False
+
+    wait_until(ended_or_rescheduled, "the job to end after the server's restart")
     assert final(job)[:2] == (JobState.FAILED, 3)
     after = Job(JobSpec("/bin/true"))
     executor.submit(after)
