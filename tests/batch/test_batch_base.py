@@ -497,6 +497,96 @@ def test_a_timed_out_submit_not_found_is_a_transient_failure(
     assert "cannot look for a job submitted despite the error" in caplog.text
 
 
+class ShowingBackend(FakeBackend):
+    """Its submit command hangs past the timeout having submitted the job, which its
+    records show with the command line that submitted it (``cmd``), so that the base's
+    own ``_submit_lines`` finds it. ``recent`` is what ``_recent_ids`` lists (None: the
+    listing of every job has them); ``asked`` the ids of every status command."""
+
+    submit_line_field = "cmd"
+    recent: Optional[list[str]] = None
+    lines: dict[str, str] = {}
+    asked: list[list[str]] = []
+
+    def _submit_command(self, job_dir: JobDir) -> list[str]:
+        self.lines[self.ledger.new_id()] = f"-o x {job_dir.script}"
+        return ["sleep", "10"]
+
+    def _recent_ids(self, since: float) -> Optional[list[str]]:
+        return None if self.recent is None else list(self.recent)
+
+    def _records(self, native_ids: Sequence[str]) -> dict[str, Any]:
+        self.asked.append(list(native_ids))
+        return {i: {"cmd": self.lines.get(i, "-o y /elsewhere/job.sh")}
+                for i in (native_ids or self.lines)}
+
+
+@pytest.mark.parametrize("recent, asked", [
+    (None, [[]]),  # from the listing of every job
+    # 250 others made in the window, then ours: newest first, by number ("99" sorts
+    # after "1000" as text), 100 ids a command, stopping where it is found
+    ([str(i) for i in range(1, 251)] + ["1000"], [["1000"] + [str(i) for i in range(250, 151, -1)]]),
+])
+def test_a_timed_out_submit_is_found_in_the_records_newest_first(
+        tmp_path: Path, ledger: Ledger, recent: Optional[list[str]],
+        asked: list[list[str]]) -> None:
+    ledger.next_id = 999
+    ShowingBackend.ledger, ShowingBackend.recent = ledger, recent
+    ShowingBackend.lines, ShowingBackend.asked = {}, []
+    with ShowingBackend(config={"work_directory": tmp_path, "burst_window": 0,
+                                "command_timeout": 0.3}) as ex:
+        job = Job(JobSpec("/bin/true"))
+        ex.submit(job)
+        assert job.native_id == "1000" and job.status.state is JobState.QUEUED
+        assert ShowingBackend.asked[:len(asked)] == asked
+
+
+class PickyBackend(FakeBackend):
+    unusable_in_paths = (re.compile(r"[:\n]"), "the fake scheduler reads it as a host's end")
+
+
+@pytest.mark.parametrize("name", ["a:b", "a\nb"])
+def test_a_work_directory_the_scheduler_cannot_take_is_refused_before_submitting(
+        tmp_path: Path, ledger: Ledger, name: str) -> None:
+    PickyBackend.ledger = ledger
+    with PickyBackend(config={"work_directory": tmp_path / name, "burst_window": 0}) as ex:
+        job = Job(JobSpec("/bin/true"))
+        with pytest.raises(InvalidJobException, match=r"work_directory .* contains '[:\\]"
+                                                      r".*': the fake scheduler reads"):
+            ex.submit(job)
+    assert job.status.state is JobState.NEW and ledger.next_id == 100
+
+
+class WithdrawingBackend(FakeBackend):
+    """Its scheduler keeps the jobs of ``never`` queued, saying it will never run them."""
+
+    never: set[str] = set()
+
+    def _native(self, native_id: str, record: JobState) -> NativeStatus:
+        ns = super()._native(native_id, record)
+        if native_id in self.never and record is JobState.QUEUED:
+            ns.state, ns.withdraw, ns.message = JobState.FAILED, True, "it can never run"
+        return ns
+
+
+def test_a_job_that_can_never_run_is_cancelled_only_if_it_is_ours(tmp_path: Path,
+                                                                   ledger: Ledger) -> None:
+    WithdrawingBackend.ledger = ledger
+    with WithdrawingBackend(config={"work_directory": tmp_path, "burst_window": 0,
+                                    "min_query_interval": 0.05}) as ex:
+        ours, attached = Job(JobSpec("/bin/true")), Job()
+        WithdrawingBackend.never = {str(ledger.next_id + 1), str(ledger.next_id + 2)}
+        ex.submit(ours)
+        ex.attach(attached, ledger.new_id())  # (submitted by someone else)
+        for job in (ours, attached):
+            status = job.wait(timeout=WAIT)
+            assert status is not None and status.state is JobState.FAILED
+            assert "it can never run" in (status.message or "")
+        # cancelled so that it does not wait forever; the other user's job left alone
+        assert ledger.states[str(ours.native_id)] is JobState.CANCELED
+        assert ledger.states[str(attached.native_id)] is JobState.QUEUED
+
+
 def test_a_scheduler_setting_is_read_once(executor: FakeBackend,
                                           caplog: pytest.LogCaptureFixture) -> None:
     reads: list[str] = []

@@ -151,7 +151,7 @@ def test_what_pbs_cannot_take_is_refused_before_qsub(executor: JobExecutor, work
     assert not work_dir.exists() or not any(p.name != "ids" for p in work_dir.iterdir())
 
 
-@pytest.mark.parametrize("name", ["wörk", "line\nbreak"])
+@pytest.mark.parametrize("name", ["wörk", "line\nbreak", "host:path"])
 def test_a_work_directory_qsub_cannot_take_is_refused_before_qsub(pbs_server: None,
                                                                   tmp_path: Path,
                                                                   name: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from abc import abstractmethod
 from pathlib import Path
 from typing import (Any, Callable, ClassVar, Iterable, Mapping, Optional, Sequence, TypeVar,
@@ -32,6 +33,9 @@ __all__ = ["BatchHooks"]
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+# ids per status command while looking for the job of a timed-out submit (_submit_lines)
+_LOOKUP_CHUNK = 100
+_SEQUENCE = re.compile(r"[0-9]*")
 
 
 class BatchHooks(JobExecutor):
@@ -72,6 +76,21 @@ class BatchHooks(JobExecutor):
     #: write its exit record: the scheduler's delay between SIGTERM and SIGKILL plus
     #: file-system lag (a backend reading it from the scheduler overrides ``_record_grace``)
     record_grace: ClassVar[float] = 10.0
+    #: what the scheduler cannot take in the executor's work directory, whose paths go
+    #: on its command lines and directives (a pattern), and why: jobs are refused while
+    #: the work directory has it
+    unusable_in_paths: ClassVar[Optional[tuple["re.Pattern[str]", str]]] = None
+
+    def _validate(self, spec: JobSpec) -> None:
+        """Refuse what the scheduler cannot take (``unusable_in_paths``); a backend adds
+        the checks of its directives that need no scheduler."""
+        if self.unusable_in_paths is not None:
+            pattern, why = self.unusable_in_paths
+            found = pattern.search(str(self.work_directory))
+            if found:
+                raise InvalidJobException(f"the executor's work_directory "
+                                          f"{str(self.work_directory)!r} contains "
+                                          f"{found.group()!r}: {why}")
 
     @abstractmethod
     def _directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
@@ -147,10 +166,28 @@ class BatchHooks(JobExecutor):
 
     def _submit_lines(self) -> Iterable[tuple[str, str]]:
         """(native id, the command line that submitted it, as the scheduler shows it)
-        for the live jobs, to find a job whose submit command timed out
-        (``_find_submitted``); none by default: such a submit then failed. Raises
-        CommandError when the scheduler cannot be asked."""
-        return ()
+        for this user's jobs made while a submit command could have run, finished
+        ones too (a short job may have ended before its timed-out submit command was
+        given up on: it ran, and must be found all the same), to find a job whose
+        submit command timed out (``_find_submitted``). Raises CommandError when the
+        scheduler cannot be asked.
+
+        By default from ``_records``' ``submit_line_field`` (none: such a submit then
+        failed), newest first, a hundred ids per status command, so that the search
+        stops where it succeeds: a minute of a busy user's jobs in one command (3,000
+        seen with PBS) outlasts the command timeout, and the job would be lost."""
+        field = self.submit_line_field
+        if field is None:
+            return
+        ids = self._recent_ids(time.time() - self.config.command_timeout - 60.0)  # (+ skew)
+        if ids is None:
+            chunks: list[Sequence[str]] = [()]
+        else:
+            ids.sort(key=_sequence, reverse=True)
+            chunks = [ids[i:i + _LOOKUP_CHUNK] for i in range(0, len(ids), _LOOKUP_CHUNK)]
+        for chunk in chunks:
+            for native_id, record in self._records(chunk).items():
+                yield native_id, str(record.get(field, ""))
 
     def _check_native_id(self, native_id: str) -> None:
         """Raise InvalidJobException if ``native_id`` cannot be an id of this scheduler."""
@@ -167,6 +204,16 @@ class BatchHooks(JobExecutor):
     #: False: the scheduler forgets a job as it ends, so that there is no history to ask
     #: about a job no longer listed (its files and accounting tell)
     has_history: ClassVar[bool] = True
+
+    #: the field of a ``_records`` record that holds the command line which submitted
+    #: the job (for ``_submit_lines``); None: the records do not show it
+    submit_line_field: ClassVar[Optional[str]] = None
+
+    def _recent_ids(self, since: float) -> Optional[list[str]]:
+        """The ids of this user's jobs created since ``since`` (a POSIX time), finished
+        ones included, for ``_submit_lines``; None: the listing of every job
+        (``_records(())``) has them all."""
+        return None
 
     def _records(self, native_ids: Sequence[str]) -> dict[str, Any]:
         """ONE status command: the scheduler's record of each of ``native_ids`` it knows
@@ -240,3 +287,10 @@ class BatchHooks(JobExecutor):
                 value = default
             self._settings[what] = value
         return cast(_T, self._settings[what])
+
+
+def _sequence(native_id: str) -> int:
+    """The sequence number a job id starts with (123 of ``123.server``, ``123[].server``,
+    ``123_4``): the newest job has the highest."""
+    digits = _SEQUENCE.match(native_id)
+    return int(digits.group()) if digits and digits.group() else -1

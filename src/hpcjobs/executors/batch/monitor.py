@@ -42,6 +42,7 @@ import threading
 import time
 from typing import List, Optional, Sequence
 
+from ... import external
 from ...errors import CommandError
 from ...final_status import Cause, describe_exit, ended, needs_cause
 from ...job import Job
@@ -237,12 +238,27 @@ class BatchMonitor(BatchHooks):
                     urgent.add(t.native_id)
         if finals:
             self._describe_final([ns for _, ns in finals])
+            self._withdraw([t.native_id for t, ns in finals
+                            if ns.withdraw and t.job_dir is not None])
             for t, ns in finals:
                 if not self._apply_final(t, ns):
                     urgent.add(t.native_id)
         if missing:
             urgent |= self._vanished(missing)
         return urgent
+
+    def _withdraw(self, never: Sequence[str]) -> None:
+        """Cancel the jobs the scheduler keeps but will never run (``withdraw``), only
+        those of ours (with a job directory here): a job submitted otherwise and merely
+        attached is the business of whoever submitted it (root's client could cancel any
+        user's job); it is reported FAILED all the same."""
+        for native_id in never:
+            try:
+                external.run(self._cancel_command(native_id),
+                             timeout=self.config.command_timeout)
+            except CommandError as e:
+                log.warning("%s: cannot cancel job %s, which it says can never run: %s",
+                            self.name, native_id, e)
 
     def _take_due(self) -> List[_Tracked]:
         """The jobs to ask about now (QueryCalendar.take_due)."""

@@ -20,7 +20,9 @@ class NativeStatus:
     ignored). For a final state, ``cause`` is the scheduler's why when it names one
     (walltime, out of memory, ...) and ``message`` its own words about the ending
     (``Slurm state TIMEOUT``); ``exit_code`` is PSI/J's (negative: killed by that
-    signal). ``metadata`` always has ``native_state``.
+    signal). ``metadata`` always has ``native_state``. ``withdraw``: the scheduler keeps
+    the job but says it will never run it (a FAILED ``state`` says why): the executor
+    cancels it if it is one of its own, so that it does not wait forever.
     """
 
     native_id: str
@@ -31,6 +33,7 @@ class NativeStatus:
     time: Optional[float] = None
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
     cause: Optional[Cause] = None
+    withdraw: bool = False
 
     def __post_init__(self) -> None:
         self.metadata.setdefault("native_state", self.native_state)

@@ -4,22 +4,22 @@ The backend of :class:`~hpcjobs.executors.batch.BatchSchedulerExecutor` for Open
 Professional: the command lines (qsub, ``qstat -f -F json -x``, qdel, qselect). The
 template is pbs.mustache beside this module (filled by directives.py), the state table
 is status.py's, where the commands are and which flavour they are is commands.py's; the
-Torque flavour (torque.py) changes a few command lines and the status parser. docs/pbs.md describes the behaviour; PBS's own
-reference is the "PBS Professional Reference Guide" (qsub, qstat).
+Torque flavour (torque.py) changes a few command lines and the status parser.
+docs/pbs.md describes the behaviour; PBS's own reference is the "PBS Professional
+Reference Guide" (qsub, qstat).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import getpass
-import logging
 import re
 import time
 from pathlib import Path
-from typing import Any, ClassVar, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, ClassVar, Mapping, Optional, Sequence, Union
 
 from ... import external
-from ...errors import CommandError, InvalidJobException
+from ...errors import CommandError
 from ...executor import JobExecutorConfig
 from ...spec import JobSpec
 from ..batch import BatchConfig, BatchSchedulerExecutor, JobDir, NativeStatus
@@ -31,8 +31,6 @@ from .status import loads, native
 
 __all__ = ["PBSConfig", "PBSJobExecutor", "pbs_exec_bin"]
 
-log = logging.getLogger(__name__)
-
 # a subjob of an array: 123[4].server, of the array 123[].server
 _SUBJOB = re.compile(r"([0-9]+)\[([0-9]+)\](\.[A-Za-z0-9_.-]+)?\Z")
 # the longest -N qsub takes (see _directives)
@@ -43,15 +41,6 @@ _MAX_JOB_NAME = 230
 # every job asked about with it from ever changing state
 _UNKNOWN = re.compile(r"^qstat: (Unknown Job Id|illegally formed job identifier|"
                       r".* Job has finished)")
-# ids per qstat while looking for the job of a timed-out qsub (_submit_lines)
-_LOOKUP_CHUNK = 100
-_SEQUENCE = re.compile(r"[0-9]*")
-
-
-def _sequence(native_id: str) -> int:
-    """The sequence number of a PBS job id (123 of ``123.server``, ``123[].server``)."""
-    digits = _SEQUENCE.match(native_id)
-    return int(digits.group()) if digits and digits.group() else -1
 
 
 @dataclasses.dataclass
@@ -103,8 +92,11 @@ class PBSJobExecutor(BatchSchedulerExecutor):
     retention_time = 30.0
     # PBS's kill_delay (default 10 s) between the SIGTERM and SIGKILL of a deleted job
     record_grace = 15.0
-    #: the attribute of a job's record holding qsub's arguments
-    submit_arguments: ClassVar[str] = "Submit_arguments"
+    submit_line_field = "Submit_arguments"
+    # qsub -o takes [host:]path, refuses non-ASCII paths ("illegal -o value"), and a
+    # #PBS line ends at a line break ("unmatched")
+    unusable_in_paths = (re.compile(r"[:\r\n]|[^\x00-\x7f]"),
+                         "qsub cannot take it in an output path")
 
     def __new__(cls, url: Optional[str] = None,
                 config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> "PBSJobExecutor":
@@ -130,20 +122,6 @@ class PBSJobExecutor(BatchSchedulerExecutor):
         return [str(self._bin / name) if self._bin else name, *args]
 
     # -- the script ---------------------------------------------------------------------
-    def _validate(self, spec: JobSpec) -> None:
-        work = str(self.work_directory)
-        if ":" in work:
-            # qsub -o takes [host:]path: the first ':' would end a host name
-            raise InvalidJobException(f"the executor's work_directory {work!r} "
-                                      "contains a ':', which PBS cannot use in an output path")
-        if not work.isascii() or "\n" in work or "\r" in work:
-            # qsub refuses -o paths with non-ASCII characters ("illegal -o value"), and a
-            # #PBS line ends at a newline ("unmatched"): say so before anything is written
-            raise InvalidJobException(f"the executor's work_directory {work!r} contains a "
-                                      "non-ASCII character or a line break, which qsub "
-                                      "refuses in an output path")
-        # (the spec's other checks are _directives', run before anything is written)
-
     def _resources(self, spec: JobSpec) -> dict[str, Any]:
         """The flavour's resource and queue directives (directives.py)."""
         return {**pbs_resources(spec), "direct_output": True}  # (Torque: no -k d)
@@ -217,23 +195,11 @@ class PBSJobExecutor(BatchSchedulerExecutor):
                                result.stderr) from e
         return jobs
 
-    def _submit_lines(self) -> Iterable[tuple[str, str]]:
-        """The submit lines of this user's jobs created while a submit command could
-        have run, finished ones included: a short job may have ended before its
-        timed-out qsub was given up on, and it must be found all the same (it ran).
-        ``qselect -x -tc`` picks them from the history (all of which ``qstat -x`` would
-        print: tens of MB); they are read newest first (the job sought is the last one
-        made), a chunk of ids per ``qstat``, so that the search stops where it succeeds:
-        a minute of a busy user's jobs in one ``qstat`` (3,000 seen) outlasts the
-        command timeout, and the job would be lost."""
-        since = time.time() - self.config.command_timeout - 60.0  # (+ clock skew)
+    def _recent_ids(self, since: float) -> Optional[list[str]]:
+        # from the history too (-x) by creation time (-tc): qstat -x would print it all
         created = "-tc.ge." + time.strftime("%Y%m%d%H%M.%S", time.localtime(since))
-        ids = external.run(self._command("qselect", "-x", "-u", self._user, created),
-                           timeout=self.config.command_timeout).stdout.split()
-        ids.sort(key=_sequence, reverse=True)
-        for start in range(0, len(ids), _LOOKUP_CHUNK):
-            for native_id, job in self._records(ids[start:start + _LOOKUP_CHUNK]).items():
-                yield native_id, str(job.get(self.submit_arguments, ""))
+        return external.run(self._command("qselect", "-x", "-u", self._user, created),
+                            timeout=self.config.command_timeout).stdout.split()
 
     def _native(self, native_id: str, record: dict[str, Any]) -> NativeStatus:
         """One of ``_records``' records in PSI/J terms (the flavour's state table)."""
@@ -244,20 +210,6 @@ class PBSJobExecutor(BatchSchedulerExecutor):
         return records.get(native_id) or next(
             (r for k, r in records.items() if "." not in native_id
              and k.split(".", 1)[0] == native_id), None)
-
-    def _describe_final(self, statuses: Sequence[NativeStatus]) -> None:
-        # a job PBS says can never run is deleted, so that it does not wait forever; only
-        # a job of ours (one with a job directory here): a job submitted otherwise and
-        # merely attached is the business of whoever submitted it (root's client could
-        # delete any user's job), and it is reported FAILED all the same
-        with self._lock:
-            never = [ns.native_id for ns in statuses if ns.native_state == "Q"
-                     and (t := self._tracked.get(ns.native_id)) is not None and t.job_dir is not None]
-        if never:
-            try:
-                external.run(self._command("qdel", *never), timeout=self.config.command_timeout)
-            except CommandError as e:
-                log.warning("cannot delete the jobs PBS says can never run: %s", e)
 
     def _list_command(self) -> list[str]:
         # -T: jobs and subjobs (123[4].server, the ids of jobs sent in an array), not

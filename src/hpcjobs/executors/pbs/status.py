@@ -85,7 +85,7 @@ def native(native_id: str, job: dict[str, Any]) -> NativeStatus:
         if comment.startswith(_NEVER):
             # decided in docs/pbs.md: a user waits for an end, not for a job PBS will
             # never run (as sbatch refuses one at submit time); the executor deletes it
-            ns.state = JobState.FAILED
+            ns.state, ns.withdraw = JobState.FAILED, True
             ns.message = f"PBS says it can never run, so hpcjobs deleted it ({comment})"
             return ns
         ns.waiting(comment, timestamp(job.get("estimated", {}).get("start_time")))

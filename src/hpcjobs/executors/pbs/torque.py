@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, ClassVar, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from ...errors import InvalidJobException
 from ...final_status import Cause
@@ -47,8 +47,6 @@ _HEADER = re.compile(r"Job Id:\s*(\S+)\s*\Z")
 _ATTRIBUTE = re.compile(r"\s+([A-Za-z_][A-Za-z0-9_.]*) = (.*)\Z")
 # the per-id error of a real Torque's qstat (the wrappers say nothing, exit 153)
 _UNKNOWN = re.compile(r"Unknown Job Id")
-# Slurm's qsub wrapper runs sbatch through a shell with -o and the script path unquoted
-_SHELL_SAFE = re.compile(r"[A-Za-z0-9_@%+=,./-]+\Z")
 
 
 class TorqueJobExecutor(PBSJobExecutor):
@@ -64,18 +62,14 @@ class TorqueJobExecutor(PBSJobExecutor):
     # Torque's kill_delay (default 2 s) between SIGTERM and SIGKILL; the wrappers' qdel
     # sends SIGKILL at once (no record will come)
     record_grace = 5.0
-    submit_arguments = "submit_args"
+    submit_line_field = "submit_args"
+    # Slurm's qsub wrapper runs sbatch through a shell with -o and the script path unquoted
+    unusable_in_paths = (re.compile(r"[^A-Za-z0-9_@%+=,./-]"),
+                         "Slurm's Torque-style qsub would pass it through a shell unquoted "
+                         "(use letters, digits and _@%+=,./-)")
     # Torque's arrays (qsub -t, ids 123[4], PBS_ARRAYID) are not OpenPBS's and the
     # wrappers make Slurm arrays of them: every job is submitted alone
     array_variables = None
-
-    def _validate(self, spec: JobSpec) -> None:
-        super()._validate(spec)
-        if not _SHELL_SAFE.match(str(self.work_directory)):
-            raise InvalidJobException(
-                f"the executor's work_directory {str(self.work_directory)!r} has characters "
-                "Slurm's Torque-style qsub would pass through a shell unquoted (use letters, "
-                "digits and _@%+=,./-)")
 
     def _resources(self, spec: JobSpec) -> dict[str, Any]:
         return torque_resources(spec)
@@ -100,10 +94,10 @@ class TorqueJobExecutor(PBSJobExecutor):
     def _native(self, native_id: str, record: dict[str, Any]) -> NativeStatus:
         return torque_native(native_id, record)
 
-    def _recent_records(self) -> dict[str, Any]:
+    def _recent_ids(self, since: float) -> Optional[list[str]]:
         # (the wrappers have no qselect; qstat -f lists the completed jobs too, until
-        # Slurm's MinJobAge)
-        return self._records(())
+        # keep_completed, Slurm's MinJobAge for the wrappers)
+        return None
 
     def _list_ids(self) -> list[str]:
         # (the wrappers have no qselect)

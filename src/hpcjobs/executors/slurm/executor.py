@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
 from ... import external
-from ...errors import CommandError, InvalidJobException
+from ...errors import CommandError
 from ...final_status import Cause, decode_wait_status
 from ...spec import JobSpec
 from ...state import JobState
@@ -96,11 +96,11 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
                         "Zero Bytes were transmitted or received")
 
     # -- the script ---------------------------------------------------------------------
+    unusable_in_paths = (re.compile(r"\\"),
+                         "sbatch drops backslashes from --output paths (its filename patterns)")
+
     def _validate(self, spec: JobSpec) -> None:
-        if "\\" in str(self.work_directory):
-            # sbatch drops backslashes from --output paths (its filename patterns)
-            raise InvalidJobException(f"the executor's work_directory {str(self.work_directory)!r} "
-                                      "contains a backslash, which Slurm cannot use in a path")
+        super()._validate(spec)
         self._custom(spec)  # every check that needs no scheduler, before submitting
         for field in ("queue_name", "project_name", "reservation_id"):
             value = getattr(spec.attributes, field)
