@@ -13,6 +13,7 @@ submits go through a real process (``echo <id>``), as a backend's submit command
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import re
 import shutil
@@ -662,10 +663,16 @@ def test_a_status_commands_word_on_unknown_ids(executor: FakeBackend, stderr: st
     argv = ["sh", "-c", 'echo "{}"; printf "%s" "$0" >&2; exit $1', stderr, str(code)]
     unknown = re.compile(r"^qstat: Unknown Job Id")
     if good:
-        assert executor._run_status(argv, unknown, unknown_exit).stdout == "{}\n"
+        assert executor._run_status(argv, unknown, json.loads, unknown_exit) == {}
     else:
         with pytest.raises(CommandError):
-            executor._run_status(argv, unknown, unknown_exit)
+            executor._run_status(argv, unknown, json.loads, unknown_exit)
+
+
+def test_a_status_answer_that_cannot_be_read_is_a_failed_query(executor: FakeBackend) -> None:
+    # what qstat printed, cut short: no job may be judged on it
+    with pytest.raises(CommandError, match="exited with code 0"):
+        executor._run_status(["echo", '{"Jobs": {'], re.compile("^$"), json.loads)
 
 
 def test_a_native_status_carries_its_native_state_and_why_it_waits() -> None:

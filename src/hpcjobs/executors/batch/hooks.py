@@ -257,13 +257,14 @@ class BatchHooks(JobExecutor):
 
     # -- for the hooks: what backends do alike ------------------------------------------
     def _run_status(self, argv: Sequence[str], unknown: "re.Pattern[str]",
-                    unknown_exit: tuple[int, ...] = ()) -> external.CommandResult:
-        """Run a status command that names jobs, and return what it printed. Lines of
-        stderr matching ``unknown`` say only that the scheduler does not know some of
-        the ids (it still answers for the others), and so does a nonzero exit status:
-        one of ``unknown_exit``, the scheduler's status for that, when the backend
-        gives them, else any that comes with such lines only. Any other complaint, or
-        another failure, raises CommandError: no job may be judged on that answer."""
+                    parse: Callable[[str], _T], unknown_exit: tuple[int, ...] = ()) -> _T:
+        """Run a status command that names jobs, and return what it printed, read by
+        ``parse``. Lines of stderr matching ``unknown`` say only that the scheduler does
+        not know some of the ids (it still answers for the others), and so does a
+        nonzero exit status: one of ``unknown_exit``, the scheduler's status for that,
+        when the backend gives them, else any that comes with such lines only. Any
+        other complaint, another failure, or an answer ``parse`` cannot read
+        (ValueError) raises CommandError: no job may be judged on that answer."""
         result = external.run(argv, timeout=self.config.command_timeout, check=False)
         complaints = [line for line in result.stderr.splitlines()
                       if line.strip() and not unknown.search(line)]
@@ -271,9 +272,13 @@ class BatchHooks(JobExecutor):
             explained = result.returncode in (0, *unknown_exit)
         else:
             explained = result.returncode == 0 or bool(result.stderr.strip())
-        if complaints or not explained:
-            raise CommandError(result.argv, result.returncode, result.stdout, result.stderr)
-        return result
+        try:
+            if complaints or not explained:
+                raise ValueError(result.stderr)
+            return parse(result.stdout)
+        except ValueError as e:
+            raise CommandError(result.argv, result.returncode, result.stdout,
+                               result.stderr) from e
 
     def _read_once(self, what: str, read: Callable[[], _T], default: _T) -> _T:
         """A scheduler setting (a limit, its configuration): ``read()`` the first time

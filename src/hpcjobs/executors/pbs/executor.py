@@ -3,8 +3,8 @@
 The backend of :class:`~hpcjobs.executors.batch.BatchSchedulerExecutor` for OpenPBS / PBS
 Professional: the command lines (qsub, ``qstat -f -F json -x``, qdel, qselect). The
 template is pbs.mustache beside this module (filled by directives.py), the state table
-is status.py's, where the commands are and which flavour they are is commands.py's; the
-Torque flavour (torque.py) changes a few command lines and the status parser.
+is status.py's, where the commands are is commands.py's; the Torque flavour (torque.py:
+when it runs, and its few other command lines and status parser) is a subclass.
 docs/pbs.md describes the behaviour; PBS's own reference is the "PBS Professional
 Reference Guide" (qsub, qstat).
 """
@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import Any, ClassVar, Mapping, Optional, Sequence, Union
 
 from ... import external
-from ...errors import CommandError
 from ...executor import JobExecutorConfig
 from ...spec import JobSpec
 from ..batch import BatchConfig, BatchSchedulerExecutor, JobDir, NativeStatus
 from ..batch.arrays import ArrayDir
 from ..batch.script import directive_value, safe_job_name, walltime
-from .commands import flavour_of, pbs_exec_bin
+from .commands import pbs_exec_bin
 from .directives import custom, pbs_resources
 from .status import loads, native
 
@@ -100,13 +99,8 @@ class PBSJobExecutor(BatchSchedulerExecutor):
 
     def __new__(cls, url: Optional[str] = None,
                 config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> "PBSJobExecutor":
-        # get_instance('pbs') on a Torque site runs the Torque flavour (flavour_of)
-        settings = PBSConfig.coerce(config)
-        if cls is PBSJobExecutor and isinstance(settings, PBSConfig) and \
-                flavour_of(settings) == "torque":
-            from .torque import TorqueJobExecutor
-            cls = TorqueJobExecutor
-        return super().__new__(cls)
+        from .torque import flavour_class  # (get_instance('pbs') on a Torque site)
+        return super().__new__(flavour_class(cls, PBSConfig.coerce(config)))
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -187,13 +181,7 @@ class PBSJobExecutor(BatchSchedulerExecutor):
                              *native_ids)
         # unknown ids are errors on stderr while the known ones are printed: any other
         # complaint (server down, ...) makes the whole answer untrustworthy
-        result = self._run_status(argv, _UNKNOWN)
-        try:
-            jobs: dict[str, Any] = loads(result.stdout).get("Jobs", {})
-        except ValueError as e:  # (unparsable output)
-            raise CommandError(result.argv, result.returncode, result.stdout,
-                               result.stderr) from e
-        return jobs
+        return self._run_status(argv, _UNKNOWN, lambda out: loads(out).get("Jobs", {}))
 
     def _recent_ids(self, since: float) -> Optional[list[str]]:
         # from the history too (-x) by creation time (-tc): qstat -x would print it all

@@ -14,20 +14,29 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ...errors import InvalidJobException
+from ... import external
+from ...errors import CommandError, InvalidJobException
+from ...executor import JobExecutorConfig
 from ...final_status import Cause
 from ...spec import JobSpec
 from ...state import JobState
 from ..batch import JobDir, NativeStatus
 from .directives import queue
-from .executor import PBSJobExecutor
+from .commands import pbs_exec_bin
+from .executor import PBSConfig, PBSJobExecutor
 from .status import exit_code, timestamp
 
-__all__ = ["TORQUE_STATES", "TorqueJobExecutor", "parse_qstat_f", "torque_native",
-           "torque_resources"]
+__all__ = ["FLAVOURS", "TORQUE_STATES", "TorqueJobExecutor", "flavour_class", "flavour_of",
+           "parse_qstat_f", "torque_native", "torque_resources"]
 
+FLAVOURS = ("openpbs", "torque")
+# what `qstat --version` prints from Torque ("Version: 6.1.2") and from Slurm's Perl
+# Torque-style wrapper (Getopt::Long's "Unknown option: version"); OpenPBS prints
+# "pbs_version = 23.06.06"
+_TORQUE_VERSION = re.compile(r"^(Version: |Unknown option: version$)", re.MULTILINE)
 _Q, _A = JobState.QUEUED, JobState.ACTIVE
 
 #: job_state letters (qstat(1) "job state"); C, every end, is decided by torque_native.
@@ -87,9 +96,8 @@ class TorqueJobExecutor(PBSJobExecutor):
         """``qstat -f <ids>`` (no ids: every job the server shows), parsed; Torque exits
         153 (PBSE_UNKJOBID) when an id is unknown, saying so on stderr (the wrappers
         say nothing)."""
-        result = self._run_status(self._command("qstat", "-f", *native_ids), _UNKNOWN,
-                                  unknown_exit=(153,))
-        return parse_qstat_f(result.stdout)
+        return self._run_status(self._command("qstat", "-f", *native_ids), _UNKNOWN,
+                                parse_qstat_f, unknown_exit=(153,))
 
     def _native(self, native_id: str, record: dict[str, Any]) -> NativeStatus:
         return torque_native(native_id, record)
@@ -104,6 +112,35 @@ class TorqueJobExecutor(PBSJobExecutor):
         return [native_id for native_id, job in self._records(()).items()
                 if str(job.get("Job_Owner", "")).split("@")[0] == self._user
                 and job.get("job_state") != "C"]
+
+
+def flavour_class(cls: type[PBSJobExecutor],
+                  settings: JobExecutorConfig) -> type[PBSJobExecutor]:
+    """The class that runs what ``cls`` was asked for: the Torque flavour for
+    ``get_instance('pbs')`` on a Torque site (``flavour_of``), else ``cls``."""
+    if cls is PBSJobExecutor and isinstance(settings, PBSConfig) and \
+            flavour_of(settings) == "torque":
+        return TorqueJobExecutor
+    return cls
+
+
+def flavour_of(config: PBSConfig) -> str:
+    """The configured flavour, else OpenPBS when its configuration file names its
+    commands (no command run), else Torque only when ``qstat --version`` says so
+    (Torque's ``Version: ...``, or Slurm's wrapper refusing the option): anything else,
+    a failing qstat included, keeps OpenPBS (docs/pbs.md, "Finding PBS's commands")."""
+    if config.flavour is not None:
+        if config.flavour not in FLAVOURS:
+            raise ValueError(f"PBSConfig.flavour: {config.flavour!r} is not one of {FLAVOURS}")
+        return config.flavour
+    if config.bin_directory is None and pbs_exec_bin() is not None:
+        return "openpbs"
+    qstat = str(Path(config.bin_directory, "qstat")) if config.bin_directory else "qstat"
+    try:
+        result = external.run([qstat, "--version"], timeout=config.command_timeout, check=False)
+    except CommandError:
+        return "openpbs"  # no qstat to ask: the first command will say so
+    return "torque" if _TORQUE_VERSION.search(result.stdout + result.stderr) else "openpbs"
 
 
 def torque_resources(spec: JobSpec) -> dict[str, Any]:
