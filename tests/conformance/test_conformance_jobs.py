@@ -171,7 +171,7 @@ def test_a_directory_or_stream_the_job_cannot_use_fails_it_before_it_runs(
         assert str(missing) in str(e)
         return
     status = wait_final(job)
-    assert status.state is JobState.FAILED, status
+    assert (status.state, status.exit_code) == (JobState.FAILED, None), status  # never ran
     assert status.message and str(missing) in status.message, status
     assert not marker.exists()
 

@@ -30,6 +30,11 @@ _NATIVE_STATE = {"submit": "NEW", "validate": "DEPEND", "depend": "PRIORITY",
                  "finish": "CLEANUP", "clean": "INACTIVE"}
 #: the scheduler annotations (RFC 27 ``sched.*``) that become status metadata
 _SCHED_KEYS = ("t_estimate", "reason_pending", "jobs_ahead", "resource_summary", "queue")
+# how the notes of the exceptions that fail a job in its shell's init, before any task
+# starts, begin: cwd.lua's, and the shell's input plugin's for a stdin it cannot open
+# (flux-core 0.88 src/shell/input.c). The shell's end then (its exit, or Flux's SIGTERM
+# after the exception, whichever comes first) is no exit status of the job's.
+_NEVER_STARTED = ("cannot use the job's ", "error opening input file ")
 
 
 class Update(NamedTuple):
@@ -145,6 +150,9 @@ class JobEvents:
         exit_code = None if self._wait_status is None else decode_wait_status(self._wait_status)
         if self._wait_status is not None:
             self.metadata["wait_status"] = self._wait_status
+        fatal = self._fatal or {}
+        if fatal.get("type") == "exec" and str(fatal.get("note", "")).startswith(_NEVER_STARTED):
+            exit_code = None
         return Update(self._ended(exit_code, timestamp), ran=self._ran)
 
     def _ended(self, exit_code: int | None, timestamp: float) -> JobStatus:
