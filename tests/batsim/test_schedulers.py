@@ -129,6 +129,21 @@ def test_annotations_removed_on_success_and_queue_reasons() -> None:
     assert {"id": 1} in out
 
 
+def test_estimates_skip_jobs_freed_before_their_walltime() -> None:
+    """A freed job's expected end is dropped lazily (in bulk, once they are half of
+    them): no estimate may count it, before or after the clean-up."""
+    s = platform(FCFSScheduler(), hosts=4)
+    for job_id, walltime in ((1, 10), (2, 20), (3, 30), (4, 40)):
+        alloc(s, job_id, 1, walltime)
+    assert free(s, 1, 5.0) == [{"id": 1}]  # early: its end (10) no longer frees a node
+    [r] = alloc(s, 5, 3, 10, now=6.0)
+    assert r["annotations"]["sched"] == {"reason_pending": REASON_RESOURCES, "t_estimate": 30.0}
+    assert free(s, 2, 7.0) == [{"id": 2}]  # the estimate is unchanged: nothing sent
+    assert started(free(s, 3, 8.0)) == {5: [0, 1, 2]}
+    [r] = alloc(s, 6, 2, 10, now=9.0)
+    assert r["annotations"]["sched"] == {"reason_pending": REASON_RESOURCES, "t_estimate": 18.0}
+
+
 def test_cancel_answers_the_pending_alloc() -> None:
     s = platform(FCFSScheduler(), hosts=1)
     alloc(s, 1, 1, 30)

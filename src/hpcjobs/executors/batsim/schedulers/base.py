@@ -211,7 +211,10 @@ class QueueScheduler(Scheduler):
         self._queue: list[Pending] = []  # in key order
         self._pending: dict[int, Pending] = {}
         self._running: dict[int, Running] = {}
-        self._ends: list[tuple[float, int]] = []  # (expected end, id) of running jobs, sorted
+        # (expected end, id) of running jobs, sorted; a freed job's entry stays until
+        # they are half the list (:meth:`free` would otherwise search and shift it per job)
+        self._ends: list[tuple[float, int]] = []
+        self._stale = 0  # entries of freed jobs in _ends
         self._out: list[Msg] = []
         self._fresh: list[Pending] = []  # queued jobs not yet annotated
         self._version = 0  # bumped whenever running jobs change (estimates go stale)
@@ -251,14 +254,18 @@ class QueueScheduler(Scheduler):
         return self._changes()
 
     def free(self, request: Msg, now: float) -> list[Msg]:
-        job = self._running.pop(int(request["id"]), None)
+        job_id = int(request["id"])
+        job = self._running.pop(job_id, None)
         if job is not None:
-            ends = self._ends
-            del ends[bisect.bisect_left(ends, (job.end, job.id))]
+            self._stale += 1
+            if self._stale * 2 > len(self._ends):
+                running = self._running
+                self._ends = [e for e in self._ends if e[1] in running]
+                self._stale = 0
             for rank in job.ranks:
                 heapq.heappush(self._free, rank)
             self._version += 1
-        self._out.append({"id": int(request["id"])})
+        self._out.append({"id": job_id})
         return self._changes()
 
     def cancel(self, request: Msg, now: float) -> list[Msg]:
@@ -313,8 +320,12 @@ class QueueScheduler(Scheduler):
         """Allocate the lowest free ranks to ``job`` and answer its alloc with SUCCESS
         (removing its volatile annotations, RFC 27 "Alloc Success")."""
         free = self._free
-        ranks = ([heapq.heappop(free)] if job.nodes == 1
-                 else sorted(heapq.heappop(free) for _ in range(job.nodes)))
+        if job.nodes == 1:  # (no comprehensions: a start per job)
+            rank = heapq.heappop(free)
+            ranks, nodelist = [rank], [self._names[rank]]
+        else:
+            ranks = sorted(heapq.heappop(free) for _ in range(job.nodes))
+            nodelist = [self._names[r] for r in ranks]
         end = now + job.duration
         self._add_running(Running(job.id, ranks, end))
         del self._pending[job.id]
@@ -325,8 +336,7 @@ class QueueScheduler(Scheduler):
             queue.remove(job)
         expiration = 0.0 if math.isinf(end) else end
         response: Msg = {"id": job.id, "type": SUCCESS,
-                         "R": make_R(ranks, now, expiration, [self._names[r] for r in ranks],
-                                     self._cores)}
+                         "R": make_R(ranks, now, expiration, nodelist, self._cores)}
         if job.sent:
             response["annotations"] = {"sched": dict.fromkeys(job.sent)}  # null deletes
         self._out.append(response)
@@ -376,7 +386,10 @@ class QueueScheduler(Scheduler):
             return now, free - nodes
         running = self._running
         for end, job_id in self._ends:  # in end order: usually only the first few are read
-            free += len(running[job_id].ranks)
+            job = running.get(job_id)
+            if job is None:
+                continue  # freed (its entry is left for later)
+            free += len(job.ranks)
             if free >= nodes:
                 return max(end, now), free - nodes
         return math.inf, 0
@@ -404,7 +417,8 @@ class QueueScheduler(Scheduler):
     def _changes(self) -> list[Msg]:
         # the policy runs in idle(), once per burst of requests
         self._changed = True
-        return self._take()
+        out, self._out = self._out, []
+        return out
 
     def _take(self) -> list[Msg]:
         out, self._out = self._out, []
