@@ -662,3 +662,16 @@ def test_a_submit_after_the_simulator_died_is_refused(make_executor: MakeExecuto
     with pytest.raises(SubmitException, match="SIGKILL"):
         ex.submit(late)
     assert late.status.state is JobState.NEW
+
+
+def test_the_alloc_jobspec_carries_the_command_as_a_fresh_list() -> None:
+    # the request keeps its command as a tuple (untracked by the garbage collector);
+    # a scheduler gets RFC 14's array, its own to keep or change
+    from hpcjobs.executors.batsim.jobmanager import JobRequest
+
+    request = JobRequest(2, 60.0, {"type": "delay", "delay": 1.0}, ("sleep", "1"), "name", cores=4)
+    spec = request.jobspec()
+    assert spec["tasks"][0]["command"] == ["sleep", "1"]
+    assert spec["resources"][0]["count"] == 2 and spec["attributes"]["system"]["duration"] == 60.0
+    spec["tasks"][0]["command"].append("changed")
+    assert request.jobspec()["tasks"][0]["command"] == ["sleep", "1"]

@@ -151,7 +151,7 @@ class BatsimJobExecutor(JobExecutor):
             raise InvalidJobException(f"JobAttributes.duration must be > 0, got {spec.attributes.duration}")
         assert nodes is not None
         check_nodes(profile, nodes)
-        return JobRequest(nodes, walltime, profile, [spec.executable or "", *(spec.arguments or [])],
+        return JobRequest(nodes, walltime, profile, (spec.executable or "", *(spec.arguments or [])),
                           spec.name, self._cores)
 
     def _session_for_submit(self) -> Session:

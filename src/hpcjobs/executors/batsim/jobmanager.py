@@ -71,7 +71,9 @@ class JobRequest:
     nodes: int
     walltime: float
     profile: dict[str, Any]
-    command: list[str]
+    # a tuple: of strings only, the garbage collector stops tracking it, and a queued
+    # job's request lives as long as the simulation (the jobspec gets a list)
+    command: tuple[str, ...]
     name: Optional[str] = None
     cores: int = 1  # per node
     priority: int = 16
@@ -86,7 +88,7 @@ class JobRequest:
                 "resources": [{"type": "node", "count": self.nodes, "with": [
                     {"type": "slot", "count": 1, "label": "task",
                      "with": [{"type": "core", "count": self.cores}]}]}],
-                "tasks": [{"command": self.command, "slot": "task", "count": {"per_slot": 1}}],
+                "tasks": [{"command": list(self.command), "slot": "task", "count": {"per_slot": 1}}],
                 "attributes": {"system": system}}
 
 
@@ -192,7 +194,7 @@ class JobManager:
         walltime = job.get("walltime", -1)
         number = len(self.records) + 1
         request = JobRequest(int(job["res"]), math.inf if walltime == -1 else float(walltime), {},
-                             [data["job_id"]], data["job_id"], self._cores)
+                             (data["job_id"],), data["job_id"], self._cores)
         record = Record(number, data["job_id"], request, float(job.get("subtime", 0.0)))
         self.records[record.native_id] = record
         self._by_number[number] = record
