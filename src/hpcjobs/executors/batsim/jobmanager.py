@@ -290,8 +290,8 @@ class JobManager:
         self.deliver()
         for record in self.records.values():
             if record.phase is not Phase.DONE:
-                self._finish(record, _as_is, JobStatus(JobState.FAILED, now, message=message,
-                                                       metadata=self._where(record, "UNKNOWN")))
+                self._finish_as(record, JobStatus(JobState.FAILED, now, message=message,
+                                                     metadata=self._where(record, "UNKNOWN")))
 
     # -- Batsim events -----------------------------------------------------------------
     def _submitted(self, event: Event, now: float, out: list[Event]) -> None:
@@ -315,8 +315,8 @@ class JobManager:
         state, template = FINAL_STATES.get(batsim_state, (JobState.FAILED, "ended in Batsim state {state}"))
         if batsim_state == "COMPLETED_KILLED" and record.cancel_requested:
             state, template = JobState.CANCELED, Cause.CANCELED.value
-        self._finish(record, JobManager._final, state, float(event["timestamp"]), template, rc,
-                     batsim_state)
+        self._finish(record, JobManager._final, (state, float(event["timestamp"]), template, rc,
+                                                 batsim_state))
         self._ask(self.scheduler.free, {"id": record.number}, now, out)
 
     def _killed(self, event: Event, now: float, out: list[Event]) -> None:
@@ -324,8 +324,8 @@ class JobManager:
             record = self.records.get(job_id)
             if record is None or record.phase is Phase.DONE:
                 continue  # it completed on its own before the kill (JOB_COMPLETED came first)
-            self._finish(record, JobManager._final, JobState.CANCELED, float(event["timestamp"]),
-                         Cause.CANCELED.value, None, "COMPLETED_KILLED")
+            self._finish(record, JobManager._final, (JobState.CANCELED, float(event["timestamp"]),
+                                                     Cause.CANCELED.value, None, "COMPLETED_KILLED"))
             self._ask(self.scheduler.free, {"id": record.number}, now, out)
 
     # -- the scheduler -----------------------------------------------------------------
@@ -371,25 +371,25 @@ class JobManager:
                             response.get("id"), response)
                 continue
             if kind == ANNOTATE:
-                self._set(record, JobManager._annotated, response.get("annotations", {}), True)
+                self._set(record, JobManager._annotated, (response.get("annotations", {}), True))
                 continue
             self._outstanding -= 1
             if kind == SUCCESS:  # (its annotations come with the ACTIVE status)
                 self._start(record, response, now, out)
                 continue
             if "annotations" in response:
-                self._set(record, JobManager._annotated, response["annotations"], False)
+                self._set(record, JobManager._annotated, (response["annotations"], False))
             if kind == DENY:
                 self._reject(record, now, out)
                 note = response.get("note") or "the scheduler denied the request"
-                self._finish(record, _as_is, JobStatus(JobState.FAILED, now, message=f"denied: {note}",
-                                                       metadata={"native_state": "REJECTED"}))
+                self._finish_as(record, JobStatus(JobState.FAILED, now, message=f"denied: {note}",
+                                                    metadata={"native_state": "REJECTED"}))
             elif kind == CANCEL:
                 if not record.cancel_requested:
                     log.warning("job %s: scheduler sent CANCEL without a cancel request", record.native_id)
                 self._reject(record, now, out)
-                self._finish(record, _as_is, JobStatus(JobState.CANCELED, now, message=Cause.CANCELED.value,
-                                                       metadata={"native_state": "REJECTED"}))
+                self._finish_as(record, JobStatus(JobState.CANCELED, now, message=Cause.CANCELED.value,
+                                                    metadata={"native_state": "REJECTED"}))
             else:
                 log.warning("job %s: unknown alloc response type %r", record.native_id, kind)
 
@@ -402,7 +402,7 @@ class JobManager:
             log.error("job %s: scheduler %r granted %d node(s) on a platform of %d",
                       record.native_id, self.scheduler, record.request.nodes, len(self._hosts))
             self._ask(self.scheduler.free, {"id": record.number}, now, out)
-            self._finish(record, _as_is, JobStatus(JobState.FAILED, now, message=(
+            self._finish_as(record, JobStatus(JobState.FAILED, now, message=(
                 f"the scheduler granted {record.request.nodes} node(s), but the platform has "
                 f"{len(self._hosts)}")))
             return
@@ -413,7 +413,7 @@ class JobManager:
         record.ran = True
         self.running += 1
         out.append(protocol.execute_job(now, record.native_id, record.alloc))
-        self._set(record, JobManager._active, now, response.get("annotations"))
+        self._set(record, JobManager._active, (now, response.get("annotations")))
 
     def _cancel(self, record: Record, now: float, out: list[Event]) -> None:
         if record.phase is Phase.RUNNING:
@@ -424,8 +424,8 @@ class JobManager:
             if record in self._waiting:
                 self._waiting.remove(record)
             self._reject(record, now, out)
-            self._finish(record, _as_is, JobStatus(JobState.CANCELED, now, message=Cause.CANCELED.value,
-                                                   metadata={"native_state": "REJECTED"}))
+            self._finish_as(record, JobStatus(JobState.CANCELED, now, message=Cause.CANCELED.value,
+                                                metadata={"native_state": "REJECTED"}))
         elif record.phase is Phase.REGISTERED:
             # not acknowledged yet: JOB_SUBMITTED will come; cancel when it does
             record.cancel_requested = False
@@ -434,16 +434,21 @@ class JobManager:
     # -- statuses ----------------------------------------------------------------------
     # Built by deliver() where they are found during an exchange with Batsim (handle):
     # the reply goes out first, and the statuses are made while the simulator computes.
-    def _finish(self, record: Record, make: Make, *args: Any) -> None:
+    def _finish(self, record: Record, make: Make, args: tuple[Any, ...]) -> None:
         # the caller sends sched.free where the job held resources
         if record.phase is Phase.RUNNING:
             self.running -= 1
         record.phase = Phase.DONE
         self.live -= 1
-        self._set(record, make, *args)
+        self._set(record, make, args)
 
-    def _set(self, record: Record, make: Make, *args: Any) -> None:
-        """A status change of ``record``: ``make(self, record, *args)`` builds the status."""
+    def _finish_as(self, record: Record, status: JobStatus) -> None:
+        """:meth:`_finish` with a status made already."""
+        self._finish(record, _as_is, (status,))
+
+    def _set(self, record: Record, make: Make, args: tuple[Any, ...]) -> None:
+        """A status change of ``record``: ``make(self, record, *args)`` builds the status
+        (``args`` passed as one tuple: it is kept as it is while the change waits)."""
         if self._deferred is not None:
             self._deferred.append((record, record.ran, make, args))
         else:
