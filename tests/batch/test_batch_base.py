@@ -300,7 +300,7 @@ class LinkingBackend(FakeBackend):
 
 def test_a_backend_linking_at_submit_has_the_link_when_submit_returns(
         tmp_path: Path, ledger: Ledger) -> None:
-    LinkingBackend.ledger = ledger
+    LinkingBackend.ledger, LinkingBackend.linked_before_accept = ledger, []
     work = tmp_path / "work"
     ex = LinkingBackend(config={"work_directory": work, "burst_window": 0})
     try:
@@ -311,6 +311,44 @@ def test_a_backend_linking_at_submit_has_the_link_when_submit_returns(
         assert found is not None and found.path.name == job.id
     finally:
         ex.close()
+
+
+@pytest.mark.parametrize("name", ["work", "it's a \"$HOME\" `id` é\nline2 #x"])
+def test_a_jobs_directory_is_found_by_its_id_from_a_hard_link_to_its_script(
+        tmp_path: Path, ledger: Ledger, name: str) -> None:
+    # the link makes no inode (a symlink costs 60-70 us of CPU after mass deletions);
+    # the script names its directory, whatever characters the work directory has
+    LinkingBackend.ledger = ledger
+    work = tmp_path / name
+    with LinkingBackend(config={"work_directory": work, "burst_window": 0}) as ex:
+        job, = submitted(ex, 1)
+    link = work / "ids" / str(job.native_id)
+    assert not link.is_symlink() and link.samefile(work / job.id / "job.sh")
+    found = JobDir.find(work, str(job.native_id))
+    assert found is not None and found.path == work / job.id
+    # the work directory moved (the script still names the old one): found where it is
+    moved = tmp_path / "moved"
+    work.rename(moved)
+    found = JobDir.find(moved, str(job.native_id))
+    assert found is not None and found.path == moved / job.id
+    # a link to any other file is no job's: not found
+    link = moved / "ids" / str(job.native_id)
+    link.unlink()
+    link.write_text((moved / job.id / "job.sh").read_text())
+    assert JobDir.find(moved, str(job.native_id)) is None
+
+
+def test_an_earlier_versions_symlink_to_a_jobs_directory_is_still_read(
+        tmp_path: Path, ledger: Ledger) -> None:
+    LinkingBackend.ledger = ledger
+    work = tmp_path / "work"
+    with LinkingBackend(config={"work_directory": work, "burst_window": 0}) as ex:
+        job, = submitted(ex, 1)
+    link = work / "ids" / str(job.native_id)
+    link.unlink()
+    link.symlink_to(Path("..") / job.id)
+    found = JobDir.find(work, str(job.native_id))
+    assert found is not None and found.path.resolve() == (work / job.id).resolve()
 
 
 def test_a_script_is_refused_for_what_a_submit_is(executor: FakeBackend, tmp_path: Path) -> None:
