@@ -272,11 +272,11 @@ class BatchHooks(JobExecutor):
             explained = result.returncode in (0, *unknown_exit)
         else:
             explained = result.returncode == 0 or bool(result.stderr.strip())
+        if complaints or not explained:
+            raise CommandError(result.argv, result.returncode, result.stdout, result.stderr)
         try:
-            if complaints or not explained:
-                raise ValueError(result.stderr)
             return parse(result.stdout)
-        except ValueError as e:
+        except ValueError as e:  # (an answer cut short, or not in the format asked for)
             raise CommandError(result.argv, result.returncode, result.stdout,
                                result.stderr) from e
 
