@@ -1,6 +1,7 @@
 """The rendered batch scripts (Slurm, PBS, PBS's Torque flavour) of representative specs, pinned by golden
-files (golden/<backend>/<case>.sh) and checked by ``bash -n``. Regenerate after an intended change with HPCJOBS_UPDATE_GOLDEN=1 and
-review the diff."""
+files (golden/<backend>/<case>.sh) and checked by ``sh -n`` and ``bash -n`` (the script runs
+under /bin/sh: dash here, bash elsewhere). Regenerate after an intended change with
+HPCJOBS_UPDATE_GOLDEN=1 and review the diff."""
 
 from __future__ import annotations
 
@@ -78,8 +79,10 @@ def test_rendered_script_matches_its_golden_file(backend: str, case: str) -> Non
     if os.environ.get("HPCJOBS_UPDATE_GOLDEN") == "1":
         golden.write_text(text, encoding="utf-8")
     assert text == golden.read_text(encoding="utf-8")
-    check = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)
-    assert check.returncode == 0, check.stderr
+    assert text.startswith("#!/bin/sh\n")
+    for shell in ("sh", "bash"):
+        check = subprocess.run([shell, "-n"], input=text, capture_output=True, text=True)
+        assert check.returncode == 0, (shell, check.stderr)
 
 
 def test_directive_values_sbatch_cannot_carry_are_refused(slurm: JobExecutor) -> None:

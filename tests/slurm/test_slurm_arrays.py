@@ -206,7 +206,7 @@ def test_attach_to_a_task_from_a_fresh_process(executor: JobExecutor, work_dir: 
     assert (work_dir / jobs[1].id / "batch.out").read_text() == "out 7\n"
     # private, whatever the umask Slurm created it under (issue 11)
     assert (work_dir / jobs[1].id / "batch.out").stat().st_mode & 0o777 == 0o600
-    assert (work_dir / jobs[1].id / "job.sh").read_text().startswith("#!/bin/bash")
+    assert (work_dir / jobs[1].id / "job.sh").read_text().startswith("#!/bin/sh")
 
 
 KILLED_CLIENT = """

@@ -1,6 +1,6 @@
-#!/bin/bash
+#!/bin/sh
 #PBS -N true
-#PBS -S /bin/bash
+#PBS -S /bin/sh
 #PBS -l select=1:ncpus=1:mpiprocs=1
 #PBS -l walltime=0:10:00
 #PBS -q R12.server

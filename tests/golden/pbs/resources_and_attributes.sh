@@ -1,6 +1,6 @@
-#!/bin/bash
+#!/bin/sh
 #PBS -N env
-#PBS -S /bin/bash
+#PBS -S /bin/sh
 #PBS -l select=2:ncpus=8:mpiprocs=4:ngpus=4:mem=3145729kb
 #PBS -l place=scatter:excl
 #PBS -l walltime=1:30:01

@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/bin/sh
 #SBATCH --job-name=it_s___HOME___id____id_______________j___line2
 #SBATCH --ntasks=1
 #SBATCH --time=0:10:00

@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/bin/sh
 #SBATCH --job-name=hostname
 #SBATCH --ntasks=1
 #SBATCH --time=0:10:00

@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/bin/sh
 #SBATCH --job-name=env
 #SBATCH --ntasks=8
 #SBATCH --nodes=2

@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/bin/sh
 #SBATCH --job-name=app
 #SBATCH --ntasks=3
 #SBATCH --time=0:10:00

@@ -1,6 +1,6 @@
-#!/bin/bash
+#!/bin/sh
 #PBS -N it_s___HOME___id____id_______________j___line2
-#PBS -S /bin/bash
+#PBS -S /bin/sh
 #PBS -l nodes=1:ppn=1
 #PBS -l walltime=0:10:00
 #PBS -o /home/user/.hpcjobs/work/batch/job-1/batch.out

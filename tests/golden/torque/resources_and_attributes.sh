@@ -1,6 +1,6 @@
-#!/bin/bash
+#!/bin/sh
 #PBS -N env
-#PBS -S /bin/bash
+#PBS -S /bin/sh
 #PBS -l nodes=2:ppn=8:gpus=4
 #PBS -l mem=6291457kb
 #PBS -n
