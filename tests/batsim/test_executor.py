@@ -675,3 +675,39 @@ def test_the_alloc_jobspec_carries_the_command_as_a_fresh_list() -> None:
     assert spec["resources"][0]["count"] == 2 and spec["attributes"]["system"]["duration"] == 60.0
     spec["tasks"][0]["command"].append("changed")
     assert request.jobspec()["tasks"][0]["command"] == ["sleep", "1"]
+
+
+def test_jobs_annotated_in_one_pass_each_get_a_status_of_their_own() -> None:
+    # a scheduling pass annotates every job behind the head with one shared object;
+    # each job still gets its own status and metadata dict, with its own reason, and
+    # loses the reason when it starts
+    from hpcjobs.executors.batsim.jobmanager import JobManager, JobRequest
+    from hpcjobs.executors.batsim.schedulers.base import REASON_PRIORITY, REASON_RESOURCES
+    from hpcjobs.executors.batsim.schedulers.fcfs import FCFSScheduler
+
+    def report(job: Job, status: JobStatus, ran: bool) -> None:
+        job._status = status
+
+    jm = JobManager(FCFSScheduler(), report)
+    jm.begin({"compute_resources": [{"id": 0, "name": "h0"}]}, 1)
+    jobs = [Job() for _ in range(4)]
+    for job in jobs:
+        jm.register(0.0, JobRequest(1, 10.0, {"type": "delay", "delay": 1.0}, ("sleep", "1")), job,
+                    lambda native_id: None)
+    jm.flush(0.0)
+    ids = list(jm.records)
+    jm.handle([{"timestamp": 0.0, "type": "JOB_SUBMITTED", "data": {"job_id": i}} for i in ids], 0.0)
+    jm.deliver()
+    assert jobs[0].status.state is JobState.ACTIVE
+    assert [j.status.metadata["reason_pending"] for j in jobs[1:]] == [  # type: ignore[index]
+        REASON_RESOURCES, REASON_PRIORITY, REASON_PRIORITY]
+    assert jobs[2].status.metadata is not jobs[3].status.metadata
+    jm.handle([{"timestamp": 1.0, "type": "JOB_COMPLETED",
+                "data": {"job_id": ids[0], "job_state": "COMPLETED_SUCCESSFULLY", "return_code": 0}}], 1.0)
+    jm.deliver()
+    active = jobs[1].status
+    assert active.state is JobState.ACTIVE and active.metadata is not None
+    assert "reason_pending" not in active.metadata and "annotations" not in active.metadata
+    assert jobs[2].status.metadata["reason_pending"] == REASON_RESOURCES  # type: ignore[index]
+    assert jobs[3].status.metadata["reason_pending"] == REASON_PRIORITY  # type: ignore[index]
+    assert jobs[2].status.time == 0.0  # a refreshed reason keeps the time the job was queued

@@ -146,6 +146,10 @@ class JobManager:
         #: status changes found by handle(), reported by deliver(): (record, ran, make, args)
         self._deferred: Optional[list[tuple[Record, bool, Make, tuple[Any, ...]]]] = None
         self._asked = 0  # requests sent to the scheduler so far
+        #: the last annotation merge (current, update, result), see :meth:`_merge`
+        self._merged: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] = ({}, {}, {})
+        #: the last annotations a queued status was made for, and its metadata
+        self._queued: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
         self._userid = os.getuid()
         self.live = 0  # jobs registered and not final
         self.running = 0
@@ -482,7 +486,7 @@ class JobManager:
         """The job started; ``update``: the SUCCESS response's annotations (RFC 27: those
         removing the pending reason and estimate), merged as the status is made."""
         if update:
-            record.annotations = merge_annotations(record.annotations, update)
+            record.annotations = self._merge(record.annotations, update)
         metadata = self._where(record, "RUNNING")
         if record.annotations:
             metadata["annotations"] = record.annotations
@@ -491,16 +495,33 @@ class JobManager:
     def _annotated(self, record: Record, update: dict[str, Any], refresh: bool) -> Optional[JobStatus]:
         """RFC 27 annotation merging; with ``refresh``, the queued job's new pending
         reason and estimated start."""
-        record.annotations = merge_annotations(record.annotations, update)
+        annotations = record.annotations = self._merge(record.annotations, update)
         current = record.status
         if not refresh or current is None or current.state is not JobState.QUEUED:
             return None
-        sched = record.annotations.get("sched", {})
-        metadata: dict[str, Any] = {"native_state": "SUBMITTED", "annotations": record.annotations}
-        for key in ("reason_pending", "t_estimate"):
-            if key in sched:
-                metadata[key] = sched[key]
-        return JobStatus._owning(JobState.QUEUED, current.time, None, None, metadata)
+        queued = self._queued
+        if queued[0] is not annotations:
+            sched = annotations.get("sched", {})
+            template: dict[str, Any] = {"native_state": "SUBMITTED", "annotations": annotations}
+            for key in ("reason_pending", "t_estimate"):
+                if key in sched:
+                    template[key] = sched[key]
+            queued = self._queued = (annotations, template)
+        # each status its own dict (JobStatus._owning), the annotations in it shared
+        return JobStatus._owning(JobState.QUEUED, current.time, None, None, dict(queued[1]))
+
+    def _merge(self, current: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+        """:func:`merge_annotations`, made once for a run of equal merges: a scheduler's
+        pass gives the jobs it annotates alike one update object (thousands of jobs
+        queued behind the head), and their starts one removal object, so the jobs of
+        a pass merge the same objects in turn. Merging never changes its inputs or a
+        result, so the jobs share the result."""
+        last_current, last_update, merged = self._merged
+        same_current = current is last_current or not (current or last_current)  # (or both empty)
+        if update is not last_update or not same_current:
+            merged = merge_annotations(current, update)
+            self._merged = (current, update, merged)
+        return merged
 
 
 def _as_is(jm: JobManager, record: Record, status: JobStatus) -> JobStatus:

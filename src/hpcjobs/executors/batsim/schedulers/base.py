@@ -20,7 +20,9 @@ Messages, in RFC 27's shapes (job ids are integers, times are simulated seconds)
 Each call returns the responses it produced, in order: alloc responses
 ``{"id", "type": SUCCESS|ANNOTATE|DENY|CANCEL, ...}`` (SUCCESS carries ``R`` and may
 carry ``annotations``; DENY carries ``note``) and free responses ``{"id"}``. A call may
-answer other jobs' alloc requests too (a free lets queued jobs start). RFC 27 lets a
+answer other jobs' alloc requests too (a free lets queued jobs start). Once returned, a
+response and what it holds are the job manager's, never changed again: it keeps and
+shares them (many jobs may be given one annotations object). RFC 27 lets a
 scheduler answer an alloc whenever it likes; deciding in ``idle`` means a burst of
 requests (ten thousand allocs at one instant, twenty frees) costs one scheduling pass,
 as in Flux's sched-simple, which queues allocs and frees in their message handlers and
@@ -220,6 +222,8 @@ class QueueScheduler(Scheduler):
         self._version = 0  # bumped whenever running jobs change (estimates go stale)
         self._estimated: tuple[int, int] = (-1, -1)  # (head id, version) of the last estimate
         self._changed = False  # queue or resources changed since the last schedule()
+        #: (a job's sent annotations, the SUCCESS annotations removing them) of the last start
+        self._cleared: tuple[Optional[dict[str, Any]], Msg] = (None, {})
 
     # -- RFC 27 ------------------------------------------------------------------------
     def inventory(self, resources: list[Msg]) -> None:
@@ -337,8 +341,13 @@ class QueueScheduler(Scheduler):
         expiration = 0.0 if math.isinf(end) else end
         response: Msg = {"id": job.id, "type": SUCCESS,
                          "R": make_R(ranks, now, expiration, nodelist, self._cores)}
-        if job.sent:
-            response["annotations"] = {"sched": dict.fromkeys(job.sent)}  # null deletes
+        sent = job.sent
+        if sent:
+            # null deletes; jobs that were sent one annotation object (annotate_queue's
+            # shared one) get one removal object too, which the job manager merges once
+            if sent is not self._cleared[0]:
+                self._cleared = (sent, {"sched": dict.fromkeys(sent)})
+            response["annotations"] = self._cleared[1]
         self._out.append(response)
 
     def annotate(self, job: Pending, reason: str, t_estimate: Optional[float] = None) -> None:
@@ -347,16 +356,24 @@ class QueueScheduler(Scheduler):
         wanted: dict[str, Any] = {"reason_pending": reason}
         if t_estimate is not None and not math.isinf(t_estimate):
             wanted["t_estimate"] = t_estimate
+        self._annotate(job, wanted, None)
+
+    def _annotate(self, job: Pending, wanted: dict[str, Any], whole: Optional[Msg]) -> None:
+        """:meth:`annotate` with the wanted ``sched`` annotations made; ``whole``, if
+        given, is ``{"sched": wanted}``, one object sent to every job of a pass whose
+        first annotation it is. Neither side ever changes these dicts (merging makes
+        new ones), so the jobs of a pass share them."""
         sent = job.sent
         if sent is None:  # a job's first annotation (most of them): all of it is new
-            update = wanted  # (neither side changes it: merging makes new dicts)
+            annotations = whole if whole is not None else {"sched": wanted}
         elif wanted == sent:
             return
         else:
             update = {k: None for k in sent if k not in wanted}
             update.update({k: v for k, v in wanted.items() if sent.get(k) != v})
+            annotations = {"sched": update}
         job.sent = wanted
-        self._out.append({"id": job.id, "type": ANNOTATE, "annotations": {"sched": update}})
+        self._out.append({"id": job.id, "type": ANNOTATE, "annotations": annotations})
 
     def annotate_queue(self, now: float, head_start: Optional[float] = None) -> None:
         """The usual annotations once the policy has started what it can: the head
@@ -373,9 +390,14 @@ class QueueScheduler(Scheduler):
             if head_start is None:
                 head_start = self.estimated_start(head.nodes, now)[0]
             self.annotate(head, REASON_RESOURCES, head_start)
+        # one reason for every job behind the head: one object for all of them (a
+        # first pass annotates thousands), which the job manager merges once
+        behind: dict[str, Any] = {"reason_pending": REASON_PRIORITY}
+        whole = {"sched": behind}
+        pending = self._pending
         for job in self._fresh:
-            if job is not head and job.id in self._pending:
-                self.annotate(job, REASON_PRIORITY)
+            if job is not head and job.id in pending:
+                self._annotate(job, behind, whole)
         self._fresh.clear()
 
     def estimated_start(self, nodes: int, now: float) -> tuple[float, int]:
