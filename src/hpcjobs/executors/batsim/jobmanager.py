@@ -111,8 +111,11 @@ class Record:
     request: JobRequest
     t_submit: float
     # weak: a PSI/J job nobody holds any more needs no statuses (and holding it would
-    # keep its executor, and so this simulation, alive through the job's reference)
-    refs: list[weakref.ref[Job]] = field(default_factory=list)
+    # keep its executor, and so this simulation, alive through the job's reference);
+    # the submitted job on its own, not in a list: one object less per job for the
+    # garbage collector's full passes
+    job: Callable[[], Optional[Job]] = field(default=lambda: None)  # (a static job has none)
+    attached: tuple[weakref.ref[Job], ...] = ()  # jobs bound later (attach)
     phase: Phase = Phase.REGISTERED
     status: Optional[JobStatus] = None
     ran: bool = False
@@ -143,8 +146,14 @@ class JobManager:
         self._outstanding = 0
         self._waiting: deque[Record] = deque()  # acknowledged, alloc not sent yet (limited mode)
         self._hosts: list[str] = []
-        #: status changes found by handle(), reported by deliver(): (record, ran, make, args)
-        self._deferred: Optional[list[tuple[Record, bool, Make, tuple[Any, ...]]]] = None
+        #: status changes found by handle(), reported by deliver(): four items each,
+        #: record, ran, make, args, in one flat list (a tuple per change would be ten
+        #: thousand objects more after a first scheduling pass, all living long enough
+        #: to count towards the collector's next full pass)
+        self._deferred: Optional[list[Any]] = None
+        #: the args of the last pending-reason refresh, shared by the jobs a pass
+        #: annotates with one object
+        self._refresh: tuple[dict[str, Any], bool] = ({}, True)
         self._asked = 0  # requests sent to the scheduler so far
         #: the last annotation merge (current, update, result), see :meth:`_merge`
         self._merged: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] = ({}, {}, {})
@@ -182,7 +191,7 @@ class JobManager:
         so a job may be submitted before the simulation has even begun."""
         number = len(self.records) + 1
         native_id = f"{self.workload}!{number}"
-        record = Record(number, native_id, request, t, [weakref.ref(job)])
+        record = Record(number, native_id, request, t, weakref.ref(job))
         bind(native_id)
         self._new.append(record)
         self.records[native_id] = record
@@ -210,7 +219,7 @@ class JobManager:
         record = self.records.get(native_id)
         if record is None:
             return False
-        record.refs.append(weakref.ref(job))
+        record.attached += (weakref.ref(job),)
         if record.status is not None:
             self._report(job, record.status, record.ran)
         return True
@@ -242,9 +251,10 @@ class JobManager:
         needs first: a client woken by a change sees every change that happened before it."""
         changes, self._deferred = self._deferred or [], None
         if until is not None:
-            last = max((i for i, c in enumerate(changes) if c[0] in until), default=-1)
-            changes, self._deferred = changes[:last + 1], changes[last + 1:]
-        for record, ran, make, args in changes:
+            end = max((i for i in range(0, len(changes), 4) if changes[i] in until), default=-4) + 4
+            changes, self._deferred = changes[:end], changes[end:]
+        items = iter(changes)
+        for record, ran, make, args in zip(items, items, items, items):
             self._apply(record, ran, make, args)
 
     def flush(self, now: float) -> list[Event]:
@@ -375,7 +385,10 @@ class JobManager:
                             response.get("id"), response)
                 continue
             if kind == ANNOTATE:
-                self._set(record, JobManager._annotated, (response.get("annotations", {}), True))
+                annotations = response.get("annotations", {})
+                if annotations is not self._refresh[0]:
+                    self._refresh = (annotations, True)
+                self._set(record, JobManager._annotated, self._refresh)
                 continue
             self._outstanding -= 1
             if kind == SUCCESS:  # (its annotations come with the ACTIVE status)
@@ -454,7 +467,7 @@ class JobManager:
         """A status change of ``record``: ``make(self, record, *args)`` builds the status
         (``args`` passed as one tuple: it is kept as it is while the change waits)."""
         if self._deferred is not None:
-            self._deferred.append((record, record.ran, make, args))
+            self._deferred += (record, record.ran, make, args)
         else:
             self._apply(record, record.ran, make, args)
 
@@ -462,7 +475,8 @@ class JobManager:
         status = make(self, record, *args)
         if status is not None:
             record.status = status
-            for ref in record.refs:
+            refs: tuple[Callable[[], Optional[Job]], ...] = (record.job, *record.attached)
+            for ref in refs:
                 job = ref()
                 if job is not None:  # (nobody holds it any more: nobody needs its status)
                     self._report(job, status, ran)
