@@ -214,3 +214,22 @@ def test_a_third_party_scheduler_needs_no_hello_or_prioritize() -> None:
     assert s.prioritize({"jobs": [[1, 5]]}, 0.0) == [] and s.idle(0.0) == []
     with pytest.raises(NotImplementedError, match="Minimal cannot take over job 7"):
         s.hello({"id": 7, "R": make_R([0], 0.0, 0.0)})
+
+
+def test_the_queue_a_policy_reads_after_starts_cancels_and_late_arrivals() -> None:
+    # 1 host: each free starts the head, so the queue's head offset moves and is compacted
+    s = platform(FCFSScheduler(), hosts=1)
+    for job_id in range(1, 11):
+        alloc(s, job_id, 1, 10)
+    for job_id in range(1, 4):
+        free(s, job_id, 10.0 * job_id)  # jobs 2, 3, 4 start in turn
+    s.cancel({"id": 6}, 30.0)
+    s.alloc({**request(11, 1, 10), "t_submit": -1.0}, 30.0)  # submitted earliest: before job 5
+    queue = s.queue
+    ids = [j.id for j in queue]
+    assert ids == [11, 5, 7, 8, 9, 10] and len(queue) == 6
+    assert queue[0].id == 11 and queue[-1].id == 10 and queue[-6].id == 11
+    assert [j.id for j in queue[1:3]] == [5, 7] and [j.id for j in queue[::-2]] == [10, 8, 5]
+    for index in (6, -7):
+        with pytest.raises(IndexError):
+            queue[index]

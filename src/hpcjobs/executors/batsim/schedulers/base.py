@@ -39,14 +39,16 @@ from __future__ import annotations
 import bisect
 import functools
 import heapq
+import itertools
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Union, overload
 
 from ....batsim_protocol import intervals
 
-__all__ = ["Scheduler", "QueueScheduler", "Pending", "Running", "SUCCESS", "ANNOTATE", "DENY",
+__all__ = ["Scheduler", "QueueScheduler", "Pending", "PendingQueue", "Running", "SUCCESS", "ANNOTATE", "DENY",
            "CANCEL", "make_R", "ranks_of", "idset", "parse_idset", "jobspec_nodes",
            "jobspec_duration", "merge_annotations", "REASON_RESOURCES", "REASON_PRIORITY"]
 
@@ -194,6 +196,80 @@ class Pending:
         return (-self.priority, self.t_submit, self.id)
 
 
+class PendingQueue(Sequence[Pending]):
+    """Pending jobs in queue order (:attr:`Pending.key`), read by policies as a sequence
+    (``queue[0]``, slices, ``len``, iteration) and changed only by :class:`QueueScheduler`.
+
+    A list and the offset of its head: the head leaving (most starts) moves the offset
+    rather than every job behind it (``del jobs[0]`` costs a queue's length per start,
+    quadratic over a run). The jobs left before the offset are dropped once they are a
+    quarter of the list, so a start costs a few moves at most, amortized, and a started
+    job is not held long."""
+
+    __slots__ = ("_jobs", "_head")
+
+    def __init__(self) -> None:
+        self._jobs: list[Pending] = []
+        self._head = 0  # _jobs[:_head] have left the queue
+
+    def __len__(self) -> int:
+        return len(self._jobs) - self._head
+
+    @overload
+    def __getitem__(self, index: int) -> Pending: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Pending]: ...
+
+    def __getitem__(self, index: Union[int, slice]) -> Union[Pending, list[Pending]]:
+        head = self._head
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step < 0:  # (a stop of -1 here means "before the first")
+                return self._jobs[head:][index]
+            return self._jobs[head + start:head + stop:step]
+        size = len(self._jobs) - head
+        position = index + size if index < 0 else index
+        if not 0 <= position < size:
+            raise IndexError("queue index out of range")
+        return self._jobs[head + position]
+
+    def __iter__(self) -> Iterator[Pending]:
+        return itertools.islice(self._jobs, self._head, None)
+
+    def add(self, job: Pending) -> None:
+        """Insert ``job`` at its place in key order."""
+        jobs = self._jobs
+        if len(jobs) == self._head or jobs[-1].key <= job.key:  # the common case: arrivals in order
+            jobs.append(job)
+            return
+        lo, hi = self._head, len(jobs)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if jobs[mid].key <= job.key:
+                lo = mid + 1
+            else:
+                hi = mid
+        jobs.insert(lo, job)
+
+    def discard(self, job: Pending) -> None:
+        """Take ``job`` (queued) out of the queue."""
+        jobs, head = self._jobs, self._head
+        if jobs[head] is not job:
+            del jobs[jobs.index(job, head)]
+            return
+        head = self._head = head + 1
+        if head * 4 >= len(jobs):
+            del jobs[:head]
+            self._head = 0
+
+    def sort(self) -> None:
+        """Restore key order after priorities changed."""
+        del self._jobs[:self._head]
+        self._head = 0
+        self._jobs.sort(key=lambda j: j.key)
+
+
 @dataclass(slots=True)
 class Running:
     """A job holding resources."""
@@ -210,7 +286,7 @@ class QueueScheduler(Scheduler):
         self._names: list[str] = []
         self._cores = 1
         self._free: list[int] = []  # heap of free ranks: lowest ranks are allocated first
-        self._queue: list[Pending] = []  # in key order
+        self._queue = PendingQueue()
         self._pending: dict[int, Pending] = {}
         self._running: dict[int, Running] = {}
         # (expected end, id) of running jobs, sorted; a freed job's entry stays until
@@ -253,7 +329,7 @@ class QueueScheduler(Scheduler):
             return [{"id": job.id, "type": DENY,
                      "note": f"requested {job.nodes} node(s), but the platform has {total}"}]
         self._pending[job.id] = job
-        self._insert(job)
+        self._queue.add(job)
         self._fresh.append(job)
         return self._changes()
 
@@ -276,7 +352,7 @@ class QueueScheduler(Scheduler):
         job = self._pending.pop(int(request["id"]), None)
         if job is None:
             return []  # RFC 27: no pending alloc, nothing to answer
-        self._queue.remove(job)
+        self._queue.discard(job)
         self._out.append({"id": job.id, "type": CANCEL})
         return self._changes()
 
@@ -288,7 +364,7 @@ class QueueScheduler(Scheduler):
                 job.priority = int(priority)
                 changed = True
         if changed:
-            self._queue.sort(key=lambda j: j.key)
+            self._queue.sort()
             self._fresh = list(self._queue)  # every job's place may have changed
             self._changed = True
         return self._take()
@@ -311,8 +387,8 @@ class QueueScheduler(Scheduler):
         changed since the last call."""
 
     @property
-    def queue(self) -> list[Pending]:
-        """Pending jobs in queue order (do not modify; use :meth:`start`)."""
+    def queue(self) -> PendingQueue:
+        """Pending jobs in queue order (read-only; :meth:`start` takes a job out)."""
         return self._queue
 
     @property
@@ -333,11 +409,7 @@ class QueueScheduler(Scheduler):
         end = now + job.duration
         self._add_running(Running(job.id, ranks, end))
         del self._pending[job.id]
-        queue = self._queue
-        if queue[0] is job:
-            del queue[0]  # the usual case: the head starts
-        else:
-            queue.remove(job)
+        self._queue.discard(job)
         expiration = 0.0 if math.isinf(end) else end
         response: Msg = {"id": job.id, "type": SUCCESS,
                          "R": make_R(ranks, now, expiration, nodelist, self._cores)}
@@ -421,20 +493,6 @@ class QueueScheduler(Scheduler):
         self._running[job.id] = job
         bisect.insort(self._ends, (job.end, job.id))
         self._version += 1
-
-    def _insert(self, job: Pending) -> None:
-        queue = self._queue
-        if not queue or queue[-1].key <= job.key:  # the common case: arrivals in order
-            queue.append(job)
-            return
-        lo, hi = 0, len(queue)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if queue[mid].key <= job.key:
-                lo = mid + 1
-            else:
-                hi = mid
-        queue.insert(lo, job)
 
     def _changes(self) -> list[Msg]:
         # the policy runs in idle(), once per burst of requests
