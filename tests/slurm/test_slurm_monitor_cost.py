@@ -33,6 +33,7 @@ class CountingSlurm(SlurmJobExecutor):
         self.ticks = 0
         self.looked: Counter[str] = Counter()  # native id -> looks at its files
         self.queries: list[list[str]] = []
+        self.squeues: list[str] = []  # how each squeue chose its jobs: --jobs or --user
         self.ticked = threading.Condition()
 
     def _tick(self) -> Optional[float]:
@@ -49,6 +50,10 @@ class CountingSlurm(SlurmJobExecutor):
     def _query_status(self, native_ids: Sequence[str]) -> dict[str, NativeStatus]:
         self.queries.append(list(native_ids))
         return super()._query_status(native_ids)
+
+    def _squeue(self, selection: str, wanted: set[str]) -> dict[str, NativeStatus]:
+        self.squeues.append(selection.partition("=")[0])
+        return super()._squeue(selection, wanted)
 
     def wait_ticks(self, n: int) -> None:
         """Wait for ``n`` more ticks."""
@@ -70,8 +75,8 @@ def counting(slurm_cluster: str, work_dir: Path) -> Iterator[Any]:
     closes them after the test."""
     made: list[CountingSlurm] = []
 
-    def make(**config: Any) -> CountingSlurm:
-        made.append(CountingSlurm(config={"work_directory": work_dir, **config}))
+    def make(cls: type[CountingSlurm] = CountingSlurm, **config: Any) -> CountingSlurm:
+        made.append(cls(config={"work_directory": work_dir, **config}))
         return made[-1]
 
     yield make
@@ -120,3 +125,52 @@ def test_a_burst_of_submits_asks_slurm_nothing_until_it_ends(counting: Any) -> N
     assert ex.queries, "no status query after the burst"
     assert set(ex.queries[0]) == {job.native_id for job in jobs}
     assert all(job.status.state is JobState.QUEUED for job in jobs)
+
+
+class FewIdsSlurm(CountingSlurm):
+    """Lists the user's jobs for a status query of more than 3 jobs (50 in earnest)."""
+
+    few_ids = 3
+
+
+class ForeignListingSlurm(FewIdsSlurm):
+    """Its listings name another user (``listed``): none of its jobs is listed, as for
+    another user's job it attached to."""
+
+    listed = ""
+
+    def _squeue(self, selection: str, wanted: set[str]) -> dict[str, NativeStatus]:
+        if selection.startswith("--user="):
+            selection = f"--user={self.listed}"
+        return super()._squeue(selection, wanted)
+
+
+def cancel_behind_its_back(ex: CountingSlurm) -> list[Job]:
+    """Submits 8 held jobs in a burst (their first query waits for its end: one query of
+    all 8) and scancels the first: only a status query can tell the executor."""
+    jobs = held_jobs(ex, 8)
+    subprocess.run(["scancel", str(jobs[0].native_id)], check=True, timeout=60)
+    status = jobs[0].wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.CANCELED, status
+    assert set(ex.queries[0]) == {job.native_id for job in jobs}
+    assert all(job.status.state is JobState.QUEUED for job in jobs[1:])
+    return jobs
+
+
+def test_many_jobs_are_asked_with_one_listing_of_the_users_jobs(counting: Any) -> None:
+    # squeue given many ids loads every job of the cluster and matches each against
+    # each id; given the user, only the user's jobs: one command, whatever the count
+    ex = counting(FewIdsSlurm, file_poll_interval=1.0, min_query_interval=0.05)
+    cancel_behind_its_back(ex)
+    assert ex.squeues[0] == "--user", ex.squeues
+    assert len(ex.squeues) == len(ex.queries), ex.squeues  # one command a query
+
+
+@pytest.mark.parametrize("listed", ["65534", "987654321"], ids=["nobody", "no-such-user"])
+def test_jobs_a_listing_misses_are_asked_by_id(counting: Any, listed: str) -> None:
+    # not listed: another user's job, or one gone from the queue; a uid squeue cannot
+    # name ("Invalid user") lists nothing: every job is then asked by id
+    ForeignListingSlurm.listed = listed
+    ex = counting(ForeignListingSlurm, file_poll_interval=1.0, min_query_interval=0.05)
+    cancel_behind_its_back(ex)
+    assert ex.squeues[:2] == ["--user", "--jobs"], ex.squeues

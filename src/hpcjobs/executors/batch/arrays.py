@@ -36,13 +36,15 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Hashable, Iterator, Mapping, Optional, Sequence, TypeVar
 
 from ...errors import SubmitException
 from ...job import Job
 from .jobdir import JobDir
 
 __all__ = ["Staged", "BurstCollector", "ArrayDir", "shape", "chunks"]
+
+_T = TypeVar("_T")
 
 
 class Staged:
@@ -85,8 +87,8 @@ def shape(directives: Mapping[str, Any], per_job: Sequence[str]) -> Hashable:
     return repr(sorted((k, v) for k, v in directives.items() if k not in per_job))
 
 
-def chunks(items: Sequence[Staged], size: int) -> Iterator[Sequence[Staged]]:
-    """``items`` in slices of at most ``size`` (the scheduler's array size limit)."""
+def chunks(items: Sequence[_T], size: int) -> Iterator[Sequence[_T]]:
+    """``items`` in slices of at most ``size`` (an array size limit, ids per command)."""
     for i in range(0, len(items), max(1, size)):
         yield items[i:i + size]
 

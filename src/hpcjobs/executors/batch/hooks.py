@@ -23,7 +23,7 @@ from ... import external
 from ...errors import CommandError, InvalidJobException
 from ...executor import JobExecutor, JobExecutorConfig
 from ...spec import JobSpec
-from .arrays import ArrayDir
+from .arrays import ArrayDir, chunks
 from .config import BatchConfig
 from .jobdir import JobDir
 from .native import NativeStatus
@@ -116,11 +116,13 @@ class BatchHooks(JobExecutor):
 
     def _query_status(self, native_ids: Sequence[str]) -> dict[str, NativeStatus]:
         """What the scheduler says about these jobs, those it knows (jobs it does not
-        know are left out): ONE status command (two for more than ``few_ids`` jobs).
-        Raises CommandError when a command fails. By default from the per-job records
-        of ``_records`` (below): a backend implements those hooks or this one."""
+        know are left out): one status command per ``query_chunk_size`` ids, or for
+        more than ``few_ids`` jobs one listing of every live job, then by id only those
+        not listed. Raises CommandError when a command fails. By default from the
+        per-job records of ``_records`` (below): a backend implements those hooks or
+        this one."""
         if self.few_ids is None or len(native_ids) <= self.few_ids:
-            records = self._records(native_ids)
+            records = self._records_by_id(native_ids)
         else:
             records = dict(self._records(()))  # every live job: one request
             gone = [i for i in native_ids if self._record_of(i, records) is None]
@@ -128,13 +130,20 @@ class BatchHooks(JobExecutor):
                 # the history of those not listed; an array's tasks come with the array
                 arrays = (self._array_parts(i) for i in gone)
                 asked = dict.fromkeys(a[0] if a else i for i, a in zip(gone, arrays))
-                records.update(self._records(list(asked)))
+                records.update(self._records_by_id(list(asked)))
         found = {}
         for native_id in native_ids:
             record = self._record_of(native_id, records)
             if record is not None:
                 found[native_id] = self._native(native_id, record)
         return found
+
+    def _records_by_id(self, native_ids: Sequence[str]) -> dict[str, Any]:
+        """``_records`` of ``native_ids``, ``query_chunk_size`` ids a command."""
+        records: dict[str, Any] = {}
+        for chunk in chunks(native_ids, self.config.query_chunk_size):
+            records.update(self._records(chunk))
+        return records
 
     def _query_accounting(self, native_ids: Sequence[str]) -> Optional[dict[str, NativeStatus]]:
         """ONE accounting query for jobs gone from the queue; None if the scheduler has
@@ -181,12 +190,12 @@ class BatchHooks(JobExecutor):
             return
         ids = self._recent_ids(time.time() - self.config.command_timeout - 60.0)  # (+ skew)
         if ids is None:
-            chunks: list[Sequence[str]] = [()]
+            asks: Iterable[Sequence[str]] = [()]
         else:
             ids.sort(key=_sequence, reverse=True)
-            chunks = [ids[i:i + _LOOKUP_CHUNK] for i in range(0, len(ids), _LOOKUP_CHUNK)]
-        for chunk in chunks:
-            for native_id, record in self._records(chunk).items():
+            asks = chunks(ids, _LOOKUP_CHUNK)
+        for ask in asks:
+            for native_id, record in self._records(ask).items():
                 yield native_id, str(record.get(field, ""))
 
     def _check_native_id(self, native_id: str) -> None:
@@ -198,8 +207,9 @@ class BatchHooks(JobExecutor):
     #    job implements these instead of _query_status ------------------------------------
     #: jobs up to this many are asked about by id; for more, the status command lists
     #: every live job instead (one request) and is asked by id only about those not
-    #: listed (ended: the history), for a status command that sends the scheduler one
-    #: request per id named. None: always by id.
+    #: listed (ended: the history), for a status command whose cost grows with the ids
+    #: named (one request per id, or every job loaded and matched against each id).
+    #: None: always by id.
     few_ids: ClassVar[Optional[int]] = None
     #: False: the scheduler forgets a job as it ends, so that there is no history to ask
     #: about a job no longer listed (its files and accounting tell)

@@ -12,8 +12,8 @@ How status works (docs/batch.md and docs/slurm.md have the full story):
 * The scheduler's status command reconciles what the files cannot tell (held,
   cancelled while pending, killed before the script could write, node failure, why a
   SIGTERM came). Each job has its own next query time, with a doubling interval; the
-  jobs due close together are asked in ONE command (in chunks of
-  ``query_chunk_size``), never one per submit, and routine queries wait while this
+  jobs due close together are asked in ONE query (one command per
+  ``query_chunk_size`` ids, or one listing of every job: hooks.py), never one per submit, and routine queries wait while this
   executor submits (query_calendar.py has the rules); a submit wakes the monitor
   only when it follows no job yet (else it looks at its new jobs on its next tick).
 * A job whose exit record says it was killed by a signal (or its script caught
@@ -214,10 +214,8 @@ class BatchMonitor(BatchHooks):
                     self._check_files(t)
         due = [t for t in due if t.native_id in self._tracked]
         ids = [t.native_id for t in due]
-        found: dict[str, NativeStatus] = {}
         try:
-            for i in range(0, len(ids), self.config.query_chunk_size):
-                found.update(self._query_status(ids[i:i + self.config.query_chunk_size]))
+            found = self._query_status(ids)
         except CommandError as e:
             log.warning("%s status query failed (no job state changed; asking again in "
                         "5 s or more): %s", self.name, e)
