@@ -19,7 +19,11 @@ loop submits, and each has its own walltime, so no two could share a job array.
   per submit, which the machine's load blurs less than it does times;
 * ``status_commands``: per hpcjobs loop, the squeue/sacct commands the executor ran
   during the burst (counted by a PATH wrapper) and their rate (target: a handful per
-  second, never one per submit).
+  second, never one per submit);
+* ``machine_cpu_ms_per_job``: the CPU the whole machine used per job during each kind
+  of loop (every process: this one, sbatch, the Slurm daemons, the jobs, the kernel's
+  file system work). On this 2-core machine the loops are CPU-bound, so what hpcjobs
+  adds there (its job files, the status commands) slows the sbatch calls too.
 
 Then the bursts (docs/arrays.md): ``--burst`` held jobs submitted with one
 ``submit_many`` call, of one shape and of ten shapes (walltimes), against a raw loop of
@@ -48,6 +52,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from fs_probe import file_create_us
 from hpcjobs import Job, JobAttributes, JobExecutor, JobSpec
 
@@ -69,6 +75,12 @@ def count_status_commands(root: Path) -> Path:
         (wrappers / name).chmod(0o755)
     os.environ["PATH"] = f"{wrappers}{os.pathsep}{os.environ['PATH']}"
     return counter
+
+
+def machine_cpu() -> float:
+    """Seconds of CPU the machine has used so far (all CPUs, waiting for I/O excluded)."""
+    times = psutil.cpu_times()
+    return sum(times) - times.idle - getattr(times, "iowait", 0.0) - getattr(times, "steal", 0.0)
 
 
 def lines(path: Path) -> int:
@@ -270,11 +282,13 @@ def loops(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     ours_cpu: list[float] = []
     queries: list[int] = []
     bursts: list[float] = []
+    machine = {"raw": 0.0, "hpcjobs": 0.0}
     counter = count_status_commands(root)
     # the loops run one after the other (no executor thread may run during a raw loop),
     # in the order ABBA... so that a drift in the machine's load evens out
     for r in range(args.rounds):
         for which in ("raw", "hpcjobs") if r % 2 == 0 else ("hpcjobs", "raw"):
+            machine[which] -= machine_cpu()
             if which == "raw":
                 seconds, cpu, ids = raw_loop(n, root, args.held)
                 raw_s += seconds
@@ -289,6 +303,7 @@ def loops(args: argparse.Namespace, root: Path) -> dict[str, Any]:
                 cpu_growths.append(cpu_growth(cpu))
                 queries.append(count)
                 bursts.append(burst)
+            machine[which] += machine_cpu()
             cancel(ids)
             settle(ids)
     raw_rate, ours_rate = len(raw_s) / sum(raw_s), len(ours_s) / sum(ours_s)
@@ -309,6 +324,8 @@ def loops(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         "burst_s": [round(b, 1) for b in bursts],
         "status_commands": queries,
         "status_commands_per_s": [round(q / b, 2) for q, b in zip(queries, bursts)],
+        "machine_cpu_ms_per_job": {k: round(v / (n * args.rounds) * 1000, 2)
+                                   for k, v in machine.items()},
     }
 
 
