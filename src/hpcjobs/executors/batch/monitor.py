@@ -12,10 +12,11 @@ How status works (docs/batch.md and docs/slurm.md have the full story):
 * The scheduler's status command reconciles what the files cannot tell (held,
   cancelled while pending, killed before the script could write, node failure, why a
   SIGTERM came). Each job has its own next query time, with a doubling interval; the
-  jobs due close together are asked in ONE query (one command per
-  ``query_chunk_size`` ids, or one listing of every job: hooks.py), never one per submit, and routine queries wait while this
-  executor submits (query_calendar.py has the rules); a submit wakes the monitor
-  only when it follows no job yet (else it looks at its new jobs on its next tick).
+  jobs due close together are asked in ONE query (a command per ``query_chunk_size``
+  ids, or for many jobs one listing of every job: hooks.py), never one per submit, and
+  routine queries wait while this executor submits (query_calendar.py has the rules);
+  a submit wakes the monitor only when it follows no job yet (else it looks at its new
+  jobs on its next tick).
 * A job whose exit record says it was killed by a signal (or its script caught
   SIGTERM) is not final until the scheduler's status says why (out of memory, walltime,
   preemption, node failure, cancel: final_status.py joins the two); its query is
