@@ -15,7 +15,7 @@ from hpcjobs import Job, JobSpec
 from hpcjobs.errors import SubmitException
 from hpcjobs.executors.batch.arrays import BurstCollector, Staged, chunks, shape
 from hpcjobs.executors.batch.jobdir import JobDir
-from hpcjobs.executors.slurm.executor import _task_ids
+from hpcjobs.executors.slurm.executor import SlurmJobExecutor, _squeue_records, _task_ids
 
 
 def test_pending_array_records_stand_for_each_of_their_tasks() -> None:
@@ -23,6 +23,23 @@ def test_pending_array_records_stand_for_each_of_their_tasks() -> None:
     assert _task_ids("12_[5]") == ["12_5"]
     assert _task_ids("12_5") == ["12_5"]
     assert _task_ids("12") == ["12"]
+
+
+def test_a_listing_finds_each_task_of_a_pending_array_and_no_other() -> None:
+    ex = SlurmJobExecutor()
+    listing = ("12_3|RUNNING|None|0|2026-11-22T05:03:46|n1|\n"
+               "12_[4-9,12%2]|PENDING|JobArrayTaskLimit|0|N/A||\n"
+               "13|PENDING|Priority|0|N/A||\n"
+               "14|RUNNING|None|0|2026-11-22T0")  # (cut short: left out)
+    records = _squeue_records(listing)
+    for task in ("12_4", "12_9", "12_12"):
+        ns = ex._native(task, ex._record_of(task, records))
+        assert (ns.native_id, ns.native_state, ns.metadata["reason_pending"]) == (
+            task, "PENDING", "JobArrayTaskLimit")
+    assert ex._native("12_3", ex._record_of("12_3", records)).native_state == "RUNNING"
+    for unknown in ("12_10", "12_13", "12_x", "14", "15", "13_1"):
+        assert ex._record_of(unknown, records) is None, unknown
+    ex.close()
 
 
 def test_the_shape_ignores_per_job_directives_only() -> None:

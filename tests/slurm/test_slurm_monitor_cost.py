@@ -51,9 +51,9 @@ class CountingSlurm(SlurmJobExecutor):
         self.queries.append(list(native_ids))
         return super()._query_status(native_ids)
 
-    def _squeue(self, selection: str, wanted: set[str]) -> dict[str, NativeStatus]:
-        self.squeues.append(selection.partition("=")[0])
-        return super()._squeue(selection, wanted)
+    def _records(self, native_ids: Sequence[str]) -> dict[str, str]:
+        self.squeues.append("--jobs" if native_ids else "--user")
+        return super()._records(native_ids)
 
     def wait_ticks(self, n: int) -> None:
         """Wait for ``n`` more ticks."""
@@ -139,10 +139,8 @@ class ForeignListingSlurm(FewIdsSlurm):
 
     listed = ""
 
-    def _squeue(self, selection: str, wanted: set[str]) -> dict[str, NativeStatus]:
-        if selection.startswith("--user="):
-            selection = f"--user={self.listed}"
-        return super()._squeue(selection, wanted)
+    def _user_selection(self) -> str:
+        return f"--user={self.listed}"
 
 
 def cancel_behind_its_back(ex: CountingSlurm) -> list[Job]:

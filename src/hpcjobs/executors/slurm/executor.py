@@ -14,7 +14,7 @@ import os
 import pwd
 import re
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
 
 from ... import external
 from ...errors import CommandError
@@ -22,7 +22,7 @@ from ...final_status import Cause, decode_wait_status
 from ...spec import JobSpec
 from ...state import JobState
 from ..batch import BatchSchedulerExecutor, JobDir, NativeStatus
-from ..batch.arrays import ArrayDir, chunks
+from ..batch.arrays import ArrayDir
 from ..batch.native import local_time
 from ..batch.script import custom_attributes, directive_value, safe_job_name, walltime
 
@@ -178,8 +178,8 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
         return super()._parse_submit(stdout.strip().split(";")[0])
 
     def _submit_lines(self) -> Iterable[tuple[str, str]]:
-        out = external.run(["squeue", "--noheader", "--states=all",
-                            f"--user={os.getuid()}", "--Format=JobArrayID:|,Command:"],
+        out = external.run(["squeue", "--noheader", "--states=all", self._user_selection(),
+                            "--Format=JobArrayID:|,Command:"],
                            timeout=self.config.command_timeout).stdout
         for line in out.splitlines():
             native_id, _, command = line.partition("|")
@@ -196,54 +196,39 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
     # listing the user's 5,700 jobs cost 30 ms, what 50 ids did (docs/slurm.md)
     few_ids = 50
 
-    def _query_status(self, native_ids: Sequence[str]) -> dict[str, NativeStatus]:
-        wanted = set(native_ids)
-        found: dict[str, NativeStatus] = {}
-        by_id: Sequence[str] = native_ids
-        if len(native_ids) > self.few_ids:
-            try:
-                found = self._squeue(f"--user={os.getuid()}", wanted)
-            except CommandError as e:
-                # squeue names users by their passwd entry: a uid without one (some
-                # containers) cannot be listed, its jobs can still be asked by id
-                if not self._says(e, ("Invalid user",)):
-                    raise
-            # not listed: gone from the queue, or another user's job (attached)
-            by_id = [i for i in native_ids if i not in found]
-        for ids in chunks(by_id, self.config.query_chunk_size):
-            found.update(self._squeue(f"--jobs={','.join(ids)}", wanted))
-        return found
-
-    def _squeue(self, selection: str, wanted: set[str]) -> dict[str, NativeStatus]:
-        """The squeue records of the jobs ``selection`` names, those of ``wanted`` only
-        (the records of a listing of thousands are not all parsed)."""
-        arrays = {i.partition("_")[0] for i in wanted if "_" in i}
-        argv = ["squeue", "--noheader", "--states=all", selection, f"--Format={_SQUEUE_FORMAT}"]
+    def _records(self, native_ids: Sequence[str]) -> dict[str, str]:
+        """squeue's lines, unparsed (``_native`` reads a line only for a job asked
+        about: a listing has thousands), by job id; no ids: the user's jobs."""
+        argv = ["squeue", "--noheader", "--states=all",
+                f"--jobs={','.join(native_ids)}" if native_ids else self._user_selection(),
+                f"--Format={_SQUEUE_FORMAT}"]
         result = external.run(argv, timeout=self.config.command_timeout, check=False)
-        if result.returncode != 0:
-            # squeue exits 1 with "Invalid job id specified" when it knows none of the
-            # ids it was given (unknown ids among known ones are silently left out)
-            if "Invalid job id" in result.stderr:
-                return {}
-            raise CommandError(result.argv, result.returncode, result.stdout, result.stderr)
-        found = {}
-        for line in result.stdout.splitlines():
-            record = line.partition("|")[0].strip()
-            if record in wanted:
-                ids = [record]
-            elif record.partition("_")[0] in arrays:  # (123_[4-9]: pending tasks)
-                ids = [i for i in _task_ids(record) if i in wanted]
-            else:
-                continue
-            fields = line.split("|")
-            if len(fields) >= len(_SQUEUE_FIELDS):
-                ns = self._squeue_status(*(f.strip() for f in fields[:len(_SQUEUE_FIELDS)]))
-                for native_id in ids:
-                    found[native_id] = ns
-        return found
+        if result.returncode == 0:
+            return _squeue_records(result.stdout)
+        # squeue exits 1 saying "Invalid job id specified" when it knows none of the ids
+        # (unknown ids among known ones are silently left out); it names users by their
+        # passwd entry: a uid without one (some containers) cannot be listed, its jobs
+        # are then all asked by id
+        if "Invalid job id" in result.stderr or (not native_ids
+                                                 and "Invalid user" in result.stderr):
+            return {}
+        raise CommandError(result.argv, result.returncode, result.stdout, result.stderr)
 
-    def _squeue_status(self, native_id: str, state: str, reason: str, raw_exit: str,
-                       start: str, nodes: str) -> NativeStatus:
+    def _record_of(self, native_id: str, records: Mapping[str, str]) -> Optional[str]:
+        record = records.get(native_id)
+        if record is None and "_" in native_id:
+            # the tasks of an array still pending share one record, "123_[4-9,12%2]",
+            # which _squeue_records keeps under "123_["
+            array_id, _, index = native_id.partition("_")
+            pending = records.get(f"{array_id}_[")
+            if (pending is not None and index.isdigit()
+                    and _has_task(_record_id(pending), int(index))):
+                return pending
+        return record
+
+    def _native(self, native_id: str, record: str) -> NativeStatus:
+        _, state, reason, raw_exit, start, nodes = (
+            f.strip() for f in record.split("|", len(_SQUEUE_FIELDS))[:len(_SQUEUE_FIELDS)])
         exit_code = decode_wait_status(int(raw_exit)) if raw_exit.isdigit() else None
         ns = _native(native_id, state, reason, exit_code)
         if ns.state is JobState.QUEUED:
@@ -283,7 +268,12 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
                 ns.message = record.message
 
     def _list_command(self) -> list[str]:
-        return ["squeue", "--noheader", f"--user={os.getuid()}", "--Format=JobArrayID"]
+        return ["squeue", "--noheader", self._user_selection(), "--Format=JobArrayID"]
+
+    def _user_selection(self) -> str:
+        """The squeue option that selects this user's jobs: by uid, which is always
+        right, where a name from ``$USER`` may not be."""
+        return f"--user={os.getuid()}"
 
     def _retention_time(self) -> float:
         """Slurm's MinJobAge: how long squeue shows finished jobs."""
@@ -318,18 +308,51 @@ def _rows(listing: str, width: int) -> Iterator[list[str]]:
             yield fields[:width]
 
 
-def _task_ids(native_id: str) -> list[str]:
-    """The ids a squeue/sacct record stands for: itself, or each task of a pending
-    array record such as ``123_[0-3,7%2]`` (%2: at most 2 running at once)."""
-    m = _PENDING_TASKS.match(native_id)
+def _squeue_records(listing: str) -> dict[str, str]:
+    """squeue's lines by job id, a pending array's record under ``<array id>_[`` (see
+    ``_record_of``); a partial line (from a truncated output) is left out."""
+    records = {}
+    for line in listing.splitlines():
+        if line.count("|") >= len(_SQUEUE_FIELDS):
+            record_id = _record_id(line)
+            array_id, pending, _ = record_id.partition("_[")
+            records[f"{array_id}_[" if pending else record_id] = line
+    return records
+
+
+def _record_id(line: str) -> str:
+    """The job id a squeue line is about (its first field)."""
+    return line.partition("|")[0].strip()
+
+
+def _task_ranges(record_id: str) -> Optional[tuple[str, list[tuple[int, int]]]]:
+    """The array id and the index ranges of a pending array record such as
+    ``123_[0-3,7%2]`` (%2: at most 2 running at once); None for another id."""
+    m = _PENDING_TASKS.match(record_id)
     if m is None:
-        return [native_id]
-    array_id, ids = m.group(1), []
+        return None
+    ranges = []
     for part in m.group(2).split(","):
         first, _, last = part.partition("-")
         if first.isdigit() and (last.isdigit() or not last):
-            ids += [f"{array_id}_{i}" for i in range(int(first), int(last or first) + 1)]
-    return ids
+            ranges.append((int(first), int(last or first)))
+    return m.group(1), ranges
+
+
+def _task_ids(record_id: str) -> list[str]:
+    """The ids a squeue/sacct record stands for: itself, or each task of a pending
+    array record."""
+    pending = _task_ranges(record_id)
+    if pending is None:
+        return [record_id]
+    array_id, ranges = pending
+    return [f"{array_id}_{i}" for first, last in ranges for i in range(first, last + 1)]
+
+
+def _has_task(record_id: str, index: int) -> bool:
+    """True if ``record_id`` is a pending array record that holds task ``index``."""
+    pending = _task_ranges(record_id)
+    return pending is not None and any(first <= index <= last for first, last in pending[1])
 
 
 def _native(native_id: str, state: str, reason: str, exit_code: Optional[int]) -> NativeStatus:
