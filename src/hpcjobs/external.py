@@ -10,6 +10,7 @@ import logging
 import math
 import os
 import select
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -54,9 +55,7 @@ def run(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, check: bool = 
     args = [str(a) for a in argv]
     t0 = time.monotonic()
     try:
-        # unbuffered: the pipes are read with os.read (a buffered reader each cost ~5 us)
-        p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, bufsize=0)
+        p = _start(args)
     except FileNotFoundError as e:
         raise CommandError(args, None, "", str(e), reason="could not be run: not found") from e
     except PermissionError as e:
@@ -81,6 +80,45 @@ def run(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, check: bool = 
     if check and p.returncode != 0:
         raise CommandError(args, p.returncode, out, err)
     return CommandResult(args, p.returncode, out, err)
+
+
+def _start(args: list[str]) -> "subprocess.Popen[bytes]":
+    """Start the command, its program found on PATH as :func:`_program` says."""
+    program = _program(args[0])
+    try:
+        # unbuffered: the pipes are read with os.read (a buffered reader each cost ~5 us)
+        return subprocess.Popen(args, executable=program, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    except OSError:
+        if program is None:
+            raise
+        # the file found before is gone or changed: look on PATH afresh, as a shell does
+        _programs.pop((args[0], os.environ.get("PATH")), None)
+        return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, bufsize=0)
+
+
+def _program(name: str) -> Optional[str]:
+    """The file a command ``name`` runs, looked up on PATH once per PATH value, as a
+    shell's command hash does (None: ``name`` is a path, or is not found; exec then
+    has its say). Each directory before the one that holds it costs the exec a failed
+    try: with this machine's PATH, 40-60 us of every submit's wait for sbatch, and on
+    a cluster's login node PATH is often longer, on network file systems."""
+    if "/" in name:
+        return None
+    key = (name, os.environ.get("PATH"))
+    program = _programs.get(key)
+    if program is None:
+        program = shutil.which(name, path=key[1])
+        # (a relative PATH entry gives a path that depends on the working directory)
+        if program is None or not os.path.isabs(program):
+            return None
+        _programs[key] = program
+    return program
+
+
+#: (command name, PATH) -> the program's path, for _program
+_programs: dict[tuple[str, Optional[str]], str] = {}
 
 
 def _collect(p: "subprocess.Popen[bytes]", stdout: list[bytes], stderr: list[bytes],

@@ -83,3 +83,31 @@ def test_meanwhile_runs_while_the_command_does_and_its_error_loses_nothing(
     result = run(["sh", "-c", script], timeout=30, meanwhile=meanwhile)
     assert seen == [True] and result.stdout == "done\n"
     assert "a bug in meanwhile" in caplog.text
+
+
+def program(directory: Path, says: str) -> None:
+    directory.mkdir(exist_ok=True)
+    (directory / "hj-prog").write_text(f"#!/bin/sh\necho {says}\n")
+    (directory / "hj-prog").chmod(0o755)
+
+
+def test_a_program_on_path_is_looked_up_again_when_path_or_the_file_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the lookup is remembered per PATH value (as a shell's command hash): a new PATH
+    # looks again, and so does a remembered file that is gone
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    program(a, "a")
+    monkeypatch.setenv("PATH", f"{a}:{c}:{os.environ['PATH']}")
+    assert run(["hj-prog"]).stdout == "a\n"
+    program(b, "b")
+    monkeypatch.setenv("PATH", f"{b}:{a}:{c}:{os.environ['PATH']}")
+    assert run(["hj-prog"]).stdout == "b\n"
+    monkeypatch.setenv("PATH", f"{a}:{c}:{os.environ['PATH'].split(':', 3)[3]}")
+    assert run(["hj-prog"]).stdout == "a\n"
+    (a / "hj-prog").unlink()
+    program(c, "c")
+    assert run(["hj-prog"]).stdout == "c\n"
+    (c / "hj-prog").unlink()
+    with pytest.raises(CommandError) as e:
+        run(["hj-prog"])
+    assert e.value.returncode is None and "not found" in str(e.value)
