@@ -86,16 +86,19 @@ def _start(args: list[str]) -> "subprocess.Popen[bytes]":
     """Start the command, its program found on PATH as :func:`_program` says."""
     program = _program(args[0])
     try:
-        # unbuffered: the pipes are read with os.read (a buffered reader each cost ~5 us)
-        return subprocess.Popen(args, executable=program, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+        return _popen(args, program)
     except OSError:
         if program is None:
             raise
         # the file found before is gone or changed: look on PATH afresh, as a shell does
         _programs.pop((args[0], os.environ.get("PATH")), None)
-        return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, bufsize=0)
+        return _popen(args, None)
+
+
+def _popen(args: list[str], program: Optional[str]) -> "subprocess.Popen[bytes]":
+    # unbuffered: the pipes are read with os.read (a buffered reader each cost ~5 us)
+    return subprocess.Popen(args, executable=program, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
 
 
 def _program(name: str) -> Optional[str]:
@@ -113,12 +116,15 @@ def _program(name: str) -> Optional[str]:
         # (a relative PATH entry gives a path that depends on the working directory)
         if program is None or not os.path.isabs(program):
             return None
+        if len(_programs) >= _PROGRAMS_KEPT:  # (a caller that changes PATH all the time)
+            _programs.clear()
         _programs[key] = program
     return program
 
 
 #: (command name, PATH) -> the program's path, for _program
 _programs: dict[tuple[str, Optional[str]], str] = {}
+_PROGRAMS_KEPT = 64
 
 
 def _collect(p: "subprocess.Popen[bytes]", stdout: list[bytes], stderr: list[bytes],
