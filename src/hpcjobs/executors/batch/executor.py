@@ -101,8 +101,8 @@ class BatchSchedulerExecutor(BatchMonitor):
             job_dir = JobDir(self.work_directory / job.id)
             name = job_dir.path.name
             directives = self._directives(spec, job_dir)
-            note = self._change_notes().note_for(name)
-            script = self._render(spec, job_dir, directives, note)
+            notes = self._change_notes().directory()
+            script = self._render(spec, job_dir, directives, notes)
         except BaseException:
             job._bind(None, None)
             raise
@@ -352,15 +352,15 @@ class BatchSchedulerExecutor(BatchMonitor):
         return self._render(spec, job_dir_, self._directives(spec, job_dir_), None)
 
     def _render(self, spec: JobSpec, job_dir: JobDir, directives: dict[str, Any],
-                note: Optional[Path]) -> str:
-        return render(self.template, {**directives, **self._body(spec, job_dir, note)})
+                notes: Optional[Path]) -> str:
+        return render(self.template, {**directives, **self._body(spec, job_dir, notes)})
 
     def _captures_environment(self, spec: Optional[JobSpec]) -> bool:
         return spec is not None and spec.inherit_environment and not self.exports_environment
 
-    def _body(self, spec: JobSpec, job_dir: JobDir, note: Optional[Path]) -> dict[str, Any]:
+    def _body(self, spec: JobSpec, job_dir: JobDir, notes: Optional[Path]) -> dict[str, Any]:
         """The template context of the shared script body (batch/batch_body.mustache);
-        ``note``: the file the script creates after each change (changes.py)."""
+        ``notes``: the directory the script notes each change in (changes.py)."""
         argv = job_argv(spec)
         argv[1:] = [Expandable(a) for a in argv[1:]]  # ${NAME} in arguments: the spec's rule
         launch = self._launcher(spec).get_launch_command(spec, argv)
@@ -369,7 +369,7 @@ class BatchSchedulerExecutor(BatchMonitor):
             "job_dir": str(job_dir.path),
             "environment_file": (str(job_dir.environment_file)
                                  if self._captures_environment(spec) else None),
-            "note": str(note) if note is not None else None,
+            "notes": str(notes) if notes is not None else None,
             "directory": directory,
             "environment": [{"name": k, "value": Expandable(v)}
                             for k, v in (spec.environment or {}).items()],

@@ -146,7 +146,7 @@ class BatchMonitor(BatchHooks):
             if noted is not None:
                 self._check_files(noted)
             elif early:  # its submit command has not returned yet: look again next tick
-                changes.note_for(name).touch()
+                changes.again(name)
 
     def _link(self, t: _Tracked) -> None:
         """Record which directory the job ``t`` has (for attach from other processes)."""
