@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -34,13 +35,29 @@ def test_hostile_strings_reach_the_job_byte_for_byte(slurm_cluster: str, tmp_pat
         name = subprocess.run(["squeue", "-h", "-t", "all", "-j", str(job.native_id), "-o", "%j"],
                               capture_output=True, text=True).stdout.strip()
         status = job.wait(timeout=WAIT)
+        noted = _noted(work, job.id, expected=2)
     assert status is not None and status.state is JobState.COMPLETED, status
+    # the script found its executor's notes file through the quoted work directory: a
+    # line for its start and one for its end (a note written elsewhere fails silently)
+    assert noted == 2
     out = (run_dir / f"out {HOSTILE.strip()}").read_bytes().split(b"\0")[:-1]
     # ${NAME} is the spec's substitution (an unset variable is empty); nothing else is
     expected = [HOSTILE, "$HOME", "", "", "-n", "a\\nb", "%j", HOSTILE]
     assert [o.decode() for o in out] == expected
     # the job name reached Slurm sanitised (quotes, spaces, $, newlines are replaced)
     assert name and all(c.isalnum() or c in "._-" for c in name), name
+
+
+def _noted(work: Path, name: str, expected: int) -> int:
+    """How many notes name job directory ``name`` in the executor's notes files (waiting
+    up to 10 s for ``expected``: the end's note follows the exit record it announces)."""
+    deadline = time.monotonic() + 10
+    while True:
+        count = sum(f.read_text().splitlines().count(name)
+                    for f in (work / "changes").glob("*/*"))
+        if count >= expected or time.monotonic() > deadline:
+            return count
+        time.sleep(0.1)
 
 
 def test_values_sbatch_would_misread_are_refused_before_submitting(
