@@ -3,7 +3,8 @@
 # package and its test dependencies in .venv, OpenMPI, a real single-node Slurm with
 # accounting, and the real Batsim, Flux and OpenPBS where their builds are at hand:
 # scripts/real-systems.sh), checks types (mypy --strict) and runs the whole test suite with pytest.
-# Extra arguments go to pytest (e.g. scripts/test.sh tests/core -x).
+# Extra arguments go to one pytest run (e.g. scripts/test.sh tests/core -x); without any,
+# the suite runs as three groups side by side (scripts/pytest_groups.py).
 # Under CI=true a test that needs Slurm or MPI fails instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,5 +33,9 @@ if command -v redis-server >/dev/null; then eval "$(bash scripts/redis.sh up)"; 
 
 echo "== mypy --strict"
 .venv/bin/mypy
-echo "== pytest"
-exec .venv/bin/python -m pytest -ra "$@"
+if [ $# -gt 0 ]; then
+  echo "== pytest"
+  exec .venv/bin/python -m pytest -ra "$@"
+fi
+# the whole suite: the Slurm, PBS and other tests side by side (scripts/pytest_groups.py)
+exec .venv/bin/python scripts/pytest_groups.py .venv/bin/python
