@@ -22,6 +22,7 @@ __all__ = [
     "InvalidStateException",
     "WaitFromCallbackError",
     "ExecutorNotFoundError",
+    "MissingExtraError",
     "CommandError",
 ]
 
@@ -106,6 +107,16 @@ class WaitFromCallbackError(RuntimeError):
 
 class ExecutorNotFoundError(ValueError):
     """No installed executor (or launcher) plugin matches the requested name/version."""
+
+
+class MissingExtraError(ExecutorNotFoundError, ImportError):
+    """A part of hpcjobs was asked for whose pip extra is not installed (the message
+    says which: ``pip install 'hpcjobs[batsim]'``). An ``ExecutorNotFoundError`` for
+    ``get_instance`` and an ``ImportError`` for an import; ``extra`` names it."""
+
+    def __init__(self, message: str, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra
 
 
 class CommandError(Exception):
