@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from .job import Job
 
 __all__ = [
+    "PSIJError",
     "InvalidJobException",
     "SubmitException",
     "BulkSubmitException",
@@ -27,8 +28,9 @@ __all__ = [
 ]
 
 
-class _PSIJError(Exception):
-    """Common shape: an end-user message plus an optional underlying exception."""
+class PSIJError(Exception):
+    """The base of the spec's exceptions: an end-user message plus an optional
+    underlying exception (``get_message``, ``get_exception``)."""
 
     def __init__(self, message: str, exception: Optional[BaseException] = None) -> None:
         super().__init__(message)
@@ -49,7 +51,7 @@ class _PSIJError(Exception):
         return self.message
 
 
-class InvalidJobException(_PSIJError):
+class InvalidJobException(PSIJError):
     """The job's specification cannot be understood or is inconsistent.
 
     Fatal for this job: submitting the exact same job again fails the same way.
@@ -57,7 +59,7 @@ class InvalidJobException(_PSIJError):
     """
 
 
-class SubmitException(_PSIJError):
+class SubmitException(PSIJError):
     """The request could not be sent to the backend (independently of the job)."""
 
     def __init__(
@@ -89,7 +91,7 @@ class BulkSubmitException(SubmitException):
         self.failures = failures
 
 
-class InvalidJobStateError(_PSIJError):
+class InvalidJobStateError(PSIJError):
     """The job is in a state that does not allow the request (e.g. submitted twice)."""
 
 

@@ -197,7 +197,7 @@ class JobManager:
         self.records[native_id] = record
         self._by_number[number] = record
         self.live += 1
-        record.status = JobStatus._owning(JobState.QUEUED, t, None, None, {"native_state": "SUBMITTED"})
+        record.status = JobStatus.owning(JobState.QUEUED, t, None, None, {"native_state": "SUBMITTED"})
         self._report(job, record.status, False)  # now: submit() returns it QUEUED
         return record
 
@@ -494,7 +494,7 @@ class JobManager:
             rc=rc, walltime=record.request.walltime, state=batsim_state)
         exit_code = rc if isinstance(rc, int) and batsim_state in ("COMPLETED_SUCCESSFULLY",
                                                                    "COMPLETED_FAILED") else None
-        return JobStatus._owning(state, t, message, exit_code, self._where(record, batsim_state))
+        return JobStatus.owning(state, t, message, exit_code, self._where(record, batsim_state))
 
     def _active(self, record: Record, t: float, update: Optional[dict[str, Any]]) -> JobStatus:
         """The job started; ``update``: the SUCCESS response's annotations (RFC 27: those
@@ -504,7 +504,7 @@ class JobManager:
         metadata = self._where(record, "RUNNING")
         if record.annotations:
             metadata["annotations"] = record.annotations
-        return JobStatus._owning(JobState.ACTIVE, t, None, None, metadata)
+        return JobStatus.owning(JobState.ACTIVE, t, None, None, metadata)
 
     def _annotated(self, record: Record, update: dict[str, Any], refresh: bool) -> Optional[JobStatus]:
         """RFC 27 annotation merging; with ``refresh``, the queued job's new pending
@@ -521,8 +521,8 @@ class JobManager:
                 if key in sched:
                     template[key] = sched[key]
             queued = self._queued = (annotations, template)
-        # each status its own dict (JobStatus._owning), the annotations in it shared
-        return JobStatus._owning(JobState.QUEUED, current.time, None, None, dict(queued[1]))
+        # each status its own dict (JobStatus.owning), the annotations in it shared
+        return JobStatus.owning(JobState.QUEUED, current.time, None, None, dict(queued[1]))
 
     def _merge(self, current: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
         """:func:`merge_annotations`, made once for a run of equal merges: a scheduler's
