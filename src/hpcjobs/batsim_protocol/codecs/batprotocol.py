@@ -51,7 +51,7 @@ import flatbuffers
 from flatbuffers.table import Table
 
 from ..errors import ProtocolError
-from ..events import Event, Message
+from ..events import FINAL_JOB_STATES, Event, Message
 from . import batprotocol_fast as fast
 from . import batprotocol_fb
 from . import batprotocol_wire as wire
@@ -63,8 +63,6 @@ fb: Any = batprotocol_fb  # generated, untyped: typed here by use
 #: what hpcjobs says it speaks (the schema's example of a released version)
 BATPROTOCOL_VERSION = "0.1.0"
 
-_FINAL_STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_FAILED", "COMPLETED_WALLTIME_REACHED",
-                 "COMPLETED_KILLED", "REJECTED")
 _HOST_STATES = ("sleeping", "idle", "computing", "switching_on", "switching_off")
 _EVENT_NAMES = {v: k for k, v in vars(fb.Event).items() if isinstance(v, int)}
 _FEATURES = ("dynamic_registration", "profile_reuse", "acknowledge_dynamic_jobs",
@@ -372,7 +370,7 @@ def _enc_submitted(d: dict[str, Any]) -> tuple[int, Any]:
 def _enc_completed(d: dict[str, Any]) -> tuple[int, Any]:
     e = fb.JobCompletedEventT()
     e.jobId = d["job_id"]
-    e.state = _FINAL_STATES.index(d["job_state"])
+    e.state = FINAL_JOB_STATES.index(d["job_state"])
     e.returnCode = int(d["return_code"])
     return fb.Event.JobCompletedEvent, e
 
@@ -576,9 +574,9 @@ def _dec_submitted(e: Any) -> tuple[str, dict[str, Any]]:
 
 
 def _dec_completed(e: Any) -> tuple[str, dict[str, Any]]:
-    if not 0 <= e.state < len(_FINAL_STATES):
+    if not 0 <= e.state < len(FINAL_JOB_STATES):
         raise ProtocolError(f"unknown final state {e.state}", "state")
-    return "JOB_COMPLETED", {"job_id": _s(e.jobId, "job_id"), "job_state": _FINAL_STATES[e.state],
+    return "JOB_COMPLETED", {"job_id": _s(e.jobId, "job_id"), "job_state": FINAL_JOB_STATES[e.state],
                              "return_code": e.returnCode}
 
 

@@ -46,16 +46,14 @@ import struct
 from itertools import accumulate
 from typing import Any, Callable, Optional, Union
 
-from ..events import Event
+from ..events import FINAL_JOB_STATES, Event
 from . import batprotocol_fb
 
 fb: Any = batprotocol_fb  # generated, untyped: typed here by use
 
 __all__ = ["encode", "decode"]
 
-_STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_FAILED", "COMPLETED_WALLTIME_REACHED",
-           "COMPLETED_KILLED", "REJECTED")
-_STATE_INDEX = {name: i for i, name in enumerate(_STATES)}
+_STATE_INDEX = {name: i for i, name in enumerate(FINAL_JOB_STATES)}
 #: where a block's EventAndTimestamp table starts (after its vtable of 3 slots)
 _ITEM_TABLE = 16
 _SIZES = {"d": 8, "Q": 8, "q": 8, "I": 4, "i": 4, "f": 4, "H": 2, "h": 2, "b": 1, "B": 1, "?": 1, "o": 4}
@@ -291,7 +289,7 @@ class _Head:
         self.struct = struct.Struct(self._format)
         self.read: Callable[[bytes, int, int], Optional[Event]] = _compile(self.source, {
             "_unpack": self.struct.unpack_from, "_U32": _U32, "_isfinite": math.isfinite, "_GiveUp": _GiveUp,
-            "_STATES": _STATES, "_SECOND": _SECOND, **self._constants})
+            "FINAL_JOB_STATES": FINAL_JOB_STATES, "_SECOND": _SECOND, **self._constants})
 
     def _source(self, shape: _Shape, kind: str, data: str, guard: str) -> str:
         first = shape.strings[0] if shape.strings else None
@@ -403,7 +401,7 @@ _COMPLETED = _Block(fb.Event.JobCompletedEvent, _Table(
     fb.JobCompletedEventStart, (fb.JobCompletedEventAddJobId, _Str("job_id")),
     (fb.JobCompletedEventAddState, "state"), (fb.JobCompletedEventAddReturnCode, "return_code")),
     ("job_id", "state", "return_code"), "JOB_COMPLETED",
-    '{"job_id": job_id, "job_state": _STATES[state], "return_code": return_code}', "not 0 <= state < 5")
+    '{"job_id": job_id, "job_state": FINAL_JOB_STATES[state], "return_code": return_code}', "not 0 <= state < 5")
 _EXECUTE = _Block(fb.Event.ExecuteJobEvent, _Table(
     fb.ExecuteJobEventStart, (fb.ExecuteJobEventAddJobId, _Str("job_id")),
     (fb.ExecuteJobEventAddAllocation, _Table(
@@ -610,7 +608,7 @@ def _read_completed(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
     state = _c_state(buf, pos + o[_C_STATE])[0] if o[_C_STATE] else 0
     if not 0 <= state < 5:
         raise _GiveUp
-    return "JOB_COMPLETED", {"job_id": _string(buf, pos + o[_C_ID]), "job_state": _STATES[state],
+    return "JOB_COMPLETED", {"job_id": _string(buf, pos + o[_C_ID]), "job_state": FINAL_JOB_STATES[state],
                              "return_code": _c_rc(buf, pos + o[_C_RC])[0] if o[_C_RC] else 0}
 
 

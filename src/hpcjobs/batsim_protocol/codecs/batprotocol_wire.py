@@ -13,6 +13,7 @@ import struct
 from typing import Any, Optional
 
 from ..errors import ProtocolError
+from ..events import FINAL_JOB_STATES
 
 __all__ = ["read_message", "decode_event", "Corrupt", "Reader"]
 
@@ -20,8 +21,6 @@ __all__ = ["read_message", "decode_event", "Corrupt", "Reader"]
 JOB_SUBMITTED, JOB_COMPLETED, EXECUTE_JOB, REQUESTED_CALL, SIMULATION_ENDS = 1, 2, 4, 15, 19
 _PREDEFINED_PLACEMENT = 1  # ExecutorPlacement.PredefinedExecutorPlacementStrategyWrapper
 _HOST_STATES = ("sleeping", "idle", "computing", "switching_on", "switching_off")
-_STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_FAILED", "COMPLETED_WALLTIME_REACHED",
-           "COMPLETED_KILLED", "REJECTED")
 
 _U8 = struct.Struct("<B")
 _I8 = struct.Struct("<b")
@@ -157,9 +156,9 @@ def decode_event(r: Reader, kind: int, pos: int) -> Optional[tuple[str, dict[str
     if kind == JOB_COMPLETED:
         t = r.table(pos, "JobCompletedEvent")
         state = r.scalar(t, 1, _I8, 0, "state")
-        if not 0 <= state < len(_STATES):
+        if not 0 <= state < len(FINAL_JOB_STATES):
             raise ProtocolError(f"unknown final state {state}", "state")
-        return "JOB_COMPLETED", {"job_id": r.string(t, 0, "job_id"), "job_state": _STATES[state],
+        return "JOB_COMPLETED", {"job_id": r.string(t, 0, "job_id"), "job_state": FINAL_JOB_STATES[state],
                                  "return_code": r.scalar(t, 2, _I32, 0, "return_code")}
     if kind == JOB_SUBMITTED:
         t = r.table(pos, "JobSubmittedEvent")
