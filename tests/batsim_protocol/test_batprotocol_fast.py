@@ -83,8 +83,9 @@ def test_messages_mixing_every_shape_go_through_the_fast_path_and_mean_the_same_
     assert parsed[3]["event"]["job"]["resource_request"] == 2**32 - 1 and parsed[3]["event"]["job_id"] == ""
     assert parsed[8]["event"]["allocation"]["host_allocation"] == _MIXED.events[8]["data"]["alloc"]
     assert parsed[11]["event"]["when"]["time"] == 2**40
-    # and the schema writer's layout of the same message reads the same
-    assert fast.decode(codec.encode_by_schema(_MIXED)) == (_MIXED.now, _MIXED.events)
+    # and the schema writer's layout of the same message is left to the careful reader
+    assert fast.decode(codec.encode_by_schema(_MIXED)) is None
+    assert codec.decode(codec.encode_by_schema(_MIXED)) == _MIXED
 
 
 def test_the_fast_reader_never_answers_differently_from_the_careful_one_on_mixed_shapes() -> None:

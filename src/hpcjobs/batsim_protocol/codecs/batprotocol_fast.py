@@ -22,19 +22,18 @@ Writing gives up (None: the codec's schema-driven writer writes the message, or 
 the field) on another event, an unusual variant (a forwarded profile, a custom
 placement, ...) or a value ``struct`` refuses.
 
-**Reading.** :func:`decode` reads a message whose events are all of these kinds and in
-the usual form (no forwarded profile, no custom placement, ...), with the bounds checks
-that keep a read inside the buffer. A block laid out as written here (its tables come
-before its strings, so they do not move with the strings' lengths) is read by a
+**Reading.** :func:`decode` reads back what :func:`encode` writes, with the bounds
+checks that keep a read inside the buffer. A block laid out as written here (its tables
+come before its strings, so they do not move with the strings' lengths) is read by a
 function compiled from the layout (:class:`_Head`): one ``unpack`` of its tables that
 takes every run of constant bytes (vtables, offsets between tables, union types and
 their padding) as one ``bytes`` to compare, the strings read where their offsets
 point, the event built in place; it answers only when every constant is the one
-written. Another writer's layout (flatc's, Batsim 5's C++) is read table by table.
-Anything else — another event, an unusual variant, a missing field, an offset outside
-the buffer, a bad string, a non-finite timestamp — makes it give up and return None,
-and the codec's careful reader (``batprotocol.py``) decodes the message or refuses it
-naming the field. The fast path never decides that a buffer is bad.
+written. Anything else — another writer's layout (flatc's, Batsim 5's C++), another
+event, an offset outside the buffer, a bad string, a non-finite timestamp — makes it
+give up and return None, and the schema's careful reader (``batprotocol.py``) decodes
+the message or refuses it naming the field. The fast path never decides that a buffer
+is bad.
 """
 
 from __future__ import annotations
@@ -256,7 +255,7 @@ class _Head:
     """The reader of the blocks of one kind as :class:`_Shape` lays them out:
     :attr:`read` ``(buf, block, size)`` answers the event of the block at ``block``
     (``size``: the buffer's length), or None when its constants are not the ones
-    written here (another writer's layout: read it table by table); it raises
+    written here (another writer's layout: the careful reader's); it raises
     :class:`_GiveUp` when the block is laid out as here but unusual (a string outside the
     buffer, a non-finite timestamp, a value out of range).
 
@@ -506,164 +505,10 @@ def encode(now: float, events: list[Event]) -> Optional[bytes]:
 
 
 # -- reading ---------------------------------------------------------------------------
-_I8 = struct.Struct("<b").unpack_from
-_U8 = struct.Struct("<B").unpack_from
-_I32 = struct.Struct("<i").unpack_from
-_U16 = struct.Struct("<H").unpack_from
-_U64 = struct.Struct("<Q").unpack_from
-_F64 = struct.Struct("<d").unpack_from
-_UNPACK = {"b": _I8, "B": _U8, "?": _U8, "i": _I32, "I": _U32, "Q": _U64, "d": _F64}
-_VTABLES = [struct.Struct(f"<{n}H").unpack_from for n in range(64)]
 _VECTORS: dict[int, Callable[[bytes, int], tuple[int, ...]]] = {}
 #: the message's head up to the events' count, as encode writes it
 _MESSAGE = struct.Struct(_MESSAGE_FORMAT.format(1, 0)).unpack_from
 _isfinite = math.isfinite
-
-
-def _table(buf: bytes, pos: int, want: int) -> tuple[int, ...]:
-    """The field offsets (0: absent) of the table at ``pos``, at least ``want`` of them."""
-    vt = pos - _I32(buf, pos)[0]
-    if vt < 0:
-        raise _GiveUp
-    size = _U16(buf, vt)[0]
-    if size < 4 or size & 1:
-        raise _GiveUp
-    n = (size - 4) >> 1
-    offsets: tuple[int, ...] = _VTABLES[n](buf, vt + 4)
-    return offsets if n >= want else offsets + (0,) * (want - n)
-
-
-def _string(buf: bytes, at: int) -> str:
-    """The string the offset at ``at`` points to."""
-    at += _U32(buf, at)[0]
-    end = at + 4 + _U32(buf, at)[0]
-    if end > len(buf):
-        raise _GiveUp
-    return buf[at + 4:end].decode()
-
-
-def _child(buf: bytes, at: int) -> int:
-    """The position of the table the offset at ``at`` points to."""
-    offset: int = _U32(buf, at)[0]
-    return at + offset
-
-
-def _scalar(table: str, name: str) -> tuple[int, Callable[[bytes, int], tuple[Any, ...]]]:
-    slot, code = _field(table, name)
-    return slot, _UNPACK[code]
-
-
-# the slots of what is read, as the schema states them
-_TS, _KIND, _EVENT = _field("EventAndTimestamp", "timestamp")[0], _field("EventAndTimestamp", "event_type")[0], \
-    _field("EventAndTimestamp", "event")[0]
-_C_ID, (_C_STATE, _c_state), (_C_RC, _c_rc) = (_field("JobCompletedEvent", "job_id")[0],
-                                               _scalar("JobCompletedEvent", "state"),
-                                               _scalar("JobCompletedEvent", "return_code"))
-_S_ID, _S_JOB, _S_TIME, _S_PROFILE = (_field("JobSubmittedEvent", "job_id")[0], _field("JobSubmittedEvent", "job")[0],
-                                      _field("JobSubmittedEvent", "submission_time")[0],
-                                      _field("JobSubmittedEvent", "profile")[0])
-_J_RES, _J_WALL, _J_EXTRA, _J_PROFILE = (_field("Job", "resource_request")[0], _field("Job", "walltime")[0],
-                                         _field("Job", "extra_data")[0], _field("Job", "profile_id")[0])
-_E_ID, _E_ALLOC = _field("ExecuteJobEvent", "job_id")[0], _field("ExecuteJobEvent", "allocation")[0]
-_E_OVERRIDE, _E_STORAGE = (_field("ExecuteJobEvent", "profile_allocation_override")[0],
-                           _field("ExecuteJobEvent", "storage_placement")[0])
-_A_HOSTS, _A_TYPE, _A_PLACEMENT = (_field("AllocationPlacement", "host_allocation")[0],
-                                   _field("AllocationPlacement", "executor_placement_type")[0],
-                                   _field("AllocationPlacement", "executor_placement")[0])
-_R_ID, _R_LAST = _field("RequestedCallEvent", "call_me_later_id")[0], _field("RequestedCallEvent", "last_periodic_call")[0]
-_L_ID, _L_TYPE, _L_WHEN = (_field("CallMeLaterEvent", "call_me_later_id")[0], _field("CallMeLaterEvent", "when_type")[0],
-                           _field("CallMeLaterEvent", "when")[0])
-_O_TIME, _O_UNIT = _field("OneShot", "time")[0], _field("OneShot", "time_unit")[0]
-# the scalar types the readers below use, as the schema has them
-assert [_field(*f)[1] for f in (
-    ("EventAndTimestamp", "timestamp"), ("EventAndTimestamp", "event_type"), ("JobSubmittedEvent", "submission_time"),
-    ("Job", "resource_request"), ("Job", "walltime"), ("AllocationPlacement", "executor_placement_type"),
-    ("RequestedCallEvent", "last_periodic_call"), ("CallMeLaterEvent", "when_type"), ("OneShot", "time"),
-    ("OneShot", "time_unit"))] == ["d", "B", "d", "I", "d", "B", "?", "B", "Q", "b"]
-
-
-def _read_completed(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
-    o = _table(buf, pos, 3)
-    if not o[_C_ID]:
-        raise _GiveUp
-    state = _c_state(buf, pos + o[_C_STATE])[0] if o[_C_STATE] else 0
-    if not 0 <= state < 5:
-        raise _GiveUp
-    return "JOB_COMPLETED", {"job_id": _string(buf, pos + o[_C_ID]), "job_state": FINAL_JOB_STATES[state],
-                             "return_code": _c_rc(buf, pos + o[_C_RC])[0] if o[_C_RC] else 0}
-
-
-def _read_submitted(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
-    o = _table(buf, pos, 4)
-    if not (o[_S_ID] and o[_S_JOB]) or o[_S_PROFILE]:
-        raise _GiveUp
-    job_id = _string(buf, pos + o[_S_ID])
-    job = _child(buf, pos + o[_S_JOB])
-    j = _table(buf, job, 4)
-    if not j[_J_PROFILE] or j[_J_EXTRA]:
-        raise _GiveUp
-    return "JOB_SUBMITTED", {"job_id": job_id, "job": {
-        "id": job_id, "subtime": _F64(buf, pos + o[_S_TIME])[0] if o[_S_TIME] else 0.0,
-        "res": _U32(buf, job + j[_J_RES])[0] if j[_J_RES] else 0, "profile": _string(buf, job + j[_J_PROFILE]),
-        "walltime": _F64(buf, job + j[_J_WALL])[0] if j[_J_WALL] else -1}}
-
-
-def _read_execute(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
-    o = _table(buf, pos, 4)
-    if not (o[_E_ID] and o[_E_ALLOC]) or o[_E_OVERRIDE] or o[_E_STORAGE]:
-        raise _GiveUp
-    alloc = _child(buf, pos + o[_E_ALLOC])
-    a = _table(buf, alloc, 3)
-    if not (a[_A_HOSTS] and a[_A_PLACEMENT] and a[_A_TYPE]) or _U8(buf, alloc + a[_A_TYPE])[0] != _PREDEFINED:
-        raise _GiveUp
-    placement = _child(buf, alloc + a[_A_PLACEMENT])
-    strategy = _table(buf, placement, 1)[0]
-    if strategy:  # either strategy: executor i on host i; but it must be inside the buffer
-        _I8(buf, placement + strategy)
-    return "EXECUTE_JOB", {"job_id": _string(buf, pos + o[_E_ID]), "alloc": _string(buf, alloc + a[_A_HOSTS])}
-
-
-def _read_call(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
-    o = _table(buf, pos, 3)
-    if not (o[_L_ID] and o[_L_WHEN] and o[_L_TYPE]) or _U8(buf, pos + o[_L_TYPE])[0] != _ONE_SHOT:
-        raise _GiveUp  # periodic: the careful reader
-    when = _child(buf, pos + o[_L_WHEN])
-    w = _table(buf, when, 2)
-    if (_I8(buf, when + w[_O_UNIT])[0] if w[_O_UNIT] else _SECOND) != _SECOND:
-        raise _GiveUp
-    return "CALL_ME_LATER", {"id": _string(buf, pos + o[_L_ID]),
-                             "timestamp": float(_U64(buf, when + w[_O_TIME])[0] if w[_O_TIME] else 0)}
-
-
-def _read_called(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
-    o = _table(buf, pos, 2)
-    if not o[_R_ID]:
-        raise _GiveUp
-    return "REQUESTED_CALL", {"id": _string(buf, pos + o[_R_ID]),
-                              "last_periodic_call": bool(_U8(buf, pos + o[_R_LAST])[0]) if o[_R_LAST] else False}
-
-
-def _read_ends(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
-    _table(buf, pos, 0)
-    return "SIMULATION_ENDS", {}
-
-
-_READERS: dict[int, Callable[[bytes, int], tuple[str, dict[str, Any]]]] = {
-    _member("Event", "JobCompletedEvent"): _read_completed, _member("Event", "JobSubmittedEvent"): _read_submitted,
-    _member("Event", "ExecuteJobEvent"): _read_execute, _member("Event", "RequestedCallEvent"): _read_called,
-    _member("Event", "CallMeLaterEvent"): _read_call, _member("Event", "SimulationEndsEvent"): _read_ends}
-
-
-def _read_item(buf: bytes, item: int) -> Event:
-    """The event of the EventAndTimestamp table at ``item``, read table by table (as
-    another writer may lay it out)."""
-    i = _table(buf, item, 3)
-    read = _READERS.get(_U8(buf, item + i[_KIND])[0] if i[_KIND] else 0)
-    stamp = _F64(buf, item + i[_TS])[0] if i[_TS] else 0.0
-    if read is None or not i[_EVENT] or not _isfinite(stamp):
-        raise _GiveUp
-    kind, data = read(buf, _child(buf, item + i[_EVENT]))
-    return {"timestamp": stamp, "type": kind, "data": data}
 
 
 #: the readers of the blocks :func:`encode` writes, by union type (the likelier first)
@@ -677,43 +522,32 @@ assert all(block.kind_at == _KIND_AT for block in _BLOCKS)
 
 
 def decode(buf: bytes) -> Optional[tuple[float, list[Event]]]:
-    """``now`` and the events of ``buf`` when it is a message of the usual per-job
-    events in their usual form, else None (the careful reader then decides)."""
+    """``now`` and the events of ``buf`` when it is a message as :func:`encode` writes
+    it, else None (the careful reader then decides)."""
     try:
         start, now, count = _MESSAGE(buf, 0)
-        if start == _MESSAGE_START:  # as encode writes it
-            vec = _FIRST_ENTRY - 4
-        else:
-            root = _U32(buf, 0)[0]
-            o = _table(buf, root, 2)
-            now = _F64(buf, root + o[_NOW[0]])[0] if o[_NOW[0]] else 0.0
-            if not o[_EVENTS[0]]:
-                return None
-            vec = _child(buf, root + o[_EVENTS[0]])
-            count = _U32(buf, vec)[0]
-        if not _isfinite(now):
+        if start != _MESSAGE_START or not _isfinite(now):
             return None
         size = len(buf)
-        if vec + 4 + 4 * count > size:
+        at = _FIRST_ENTRY
+        if at + 4 * count > size:
             return None
         entries = _VECTORS.get(count)
         if entries is None:
             entries = _VECTORS[count] = struct.Struct(f"<{count}I").unpack_from
         events: list[Event] = []
-        at = vec + 4
         for offset in entries(buf, at):
             item = at + offset
             at += 4
-            if item >= _ITEM_TABLE:
-                # as this module writes it: the whole block at once
-                for read in _WHOLE.get(buf[item + _KIND_AT], ()):
-                    event = read(buf, item - _ITEM_TABLE, size)
-                    if event is not None:
-                        break
-                else:
-                    event = _read_item(buf, item)
+            if item < _ITEM_TABLE:
+                return None
+            # the whole block at once, if it is laid out as encode lays it out
+            for read in _WHOLE.get(buf[item + _KIND_AT], ()):
+                event = read(buf, item - _ITEM_TABLE, size)
+                if event is not None:
+                    break
             else:
-                event = _read_item(buf, item)
+                return None
             events.append(event)
         return now, events
     except (_GiveUp, struct.error, IndexError, UnicodeDecodeError):
