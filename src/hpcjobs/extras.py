@@ -2,7 +2,7 @@
 
 ``batsim``: the Batsim executor, the simulator (``hpcjobs-sim``) and the standalone
 decision process (``hpcjobs-schedule``) with the Batsim protocols they speak, which
-need pyzmq, flatbuffers and redis. :func:`require` is called where such a part is
+need pyzmq and redis. :func:`require` is called where such a part is
 imported (:mod:`hpcjobs.batsim_protocol`, which all of them import first), so asking for
 it without the extra fails at once with :class:`~hpcjobs.errors.MissingExtraError`
 naming the install command, not later with some library's ``ModuleNotFoundError``.
@@ -20,7 +20,7 @@ from .errors import MissingExtraError
 __all__ = ["NEEDS", "require", "sim_main", "schedule_main"]
 
 #: extra -> the (module, distribution) pairs it brings
-NEEDS = {"batsim": (("zmq", "pyzmq"), ("flatbuffers", "flatbuffers"), ("redis", "redis"))}
+NEEDS = {"batsim": (("zmq", "pyzmq"), ("redis", "redis"))}
 
 
 def _installed(module: str) -> bool:

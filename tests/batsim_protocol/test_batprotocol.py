@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 from typing import Any, Callable
@@ -18,7 +19,7 @@ import pytest
 
 from hpcjobs.batsim_protocol.codecs import batprotocol_fast as fast
 from hpcjobs.batsim_protocol.codecs import get_codec
-from hpcjobs.batsim_protocol.codecs.batprotocol_schema import SCHEMA_FILE, load_schema, to_json
+from hpcjobs.batsim_protocol.codecs.batprotocol_schema import SCHEMA_FILE, load_schema, scalar_code, to_json
 from hpcjobs.batsim_protocol.errors import ProtocolError
 from hpcjobs.batsim_protocol.events import Message, call_me_later, edc_hello
 from hpcjobs.batsim_protocol.transports import Decoder
@@ -350,3 +351,64 @@ def test_simulation_begins_hosts_round_trip_and_a_nameless_host_is_refused() -> 
     with pytest.raises(ProtocolError, match="required field") as caught:
         codec.decode(_message(nameless_host))
     assert caught.value.field == "events[0] (SimulationBeginsEvent).computation_hosts[0].name"
+
+
+def _misaligned(raw: bytes) -> list[str]:
+    """What a C++ FlatBuffers verifier (Batsim 5's) would refuse as misaligned: tables
+    and vectors on 4 bytes, vtables on 2, every scalar on its own size (flatc, which
+    reads unaligned data on this machine, does not check it)."""
+    schema = load_schema()
+    sizes = {"?": 1, "b": 1, "B": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "Q": 8, "f": 4, "d": 8}
+    found = []
+
+    def u32(at: int) -> int:
+        value: int = struct.unpack_from("<I", raw, at)[0]
+        return value
+
+    def table(name: str, pos: int, where: str) -> None:
+        vtable = pos - struct.unpack_from("<i", raw, pos)[0]
+        if pos % 4 or vtable % 2:
+            found.append(where)
+        slots = (struct.unpack_from("<H", raw, vtable)[0] - 4) // 2
+        types: dict[str, int] = {}
+        for f in schema.tables[name]:
+            rel = struct.unpack_from("<H", raw, vtable + 4 + 2 * f.slot)[0] if f.slot < slots else 0
+            code = scalar_code(schema, f)
+            if rel and (pos + rel) % sizes.get(code, 4):
+                found.append(f"{where}.{f.name}")
+            if not rel or code != "o":
+                types[f.name] = struct.unpack_from("<B", raw, pos + rel)[0] if rel and code == "B" else 0
+                continue
+            target = pos + rel + u32(pos + rel)
+            if f.kind == "table":
+                table(f.of, target, f"{where}.{f.name}")
+            elif f.kind == "union":
+                table(schema.unions[f.of][types[f"{f.name}_type"] - 1], target, f"{where}.{f.name}")
+            elif target % 4:
+                found.append(f"{where}.{f.name}")  # a string or a vector's count
+            elif f.kind == "vector" and f.of in schema.tables:
+                for i in range(u32(target)):
+                    at = target + 4 + 4 * i
+                    table(f.of, at + u32(at), f"{where}.{f.name}[{i}]")
+            elif f.kind == "vector" and f.of != "string":
+                element = schema.enums[f.of][0] if f.of in schema.enums else f.of
+                if (target + 4) % struct.calcsize("<" + {"float64": "d", "uint64": "Q", "int64": "q"}.get(element, "B")):
+                    found.append(f"{where}.{f.name}")
+
+    table(schema.root, u32(0), "message")
+    return found
+
+
+def test_both_writers_align_what_a_verifier_checks() -> None:
+    profiles = {"w": {"p": {"type": "parallel", "cpu": [1.0, 2.0], "com": [0.0] * 4},
+                      "c": {"type": "composed", "seq": ["p", "p"], "repeat": 2}}}
+    begins = {"timestamp": 0.0, "type": "SIMULATION_BEGINS", "data": {
+        "nb_resources": 2, "nb_compute_resources": 2, "nb_storage_resources": 0, "compute_resources": _HOSTS,
+        "storage_resources": [], "config": {"a": 1}, "batsim_version": "v", "batsim_arguments": ["-q"],
+        "workloads": {"w0": "w.json"}, "profiles": profiles}}
+    odd = Message(1.0, [begins, edc_hello(0.0, dynamic_registration=True), call_me_later(1.0, 7.5),
+                        {"timestamp": 1.0, "type": "EXECUTE_JOB", "data": {"job_id": "x", "alloc": "0-1",
+                                                                            "mapping": {"0": 1, "1": 0}}}])
+    for message in (_PER_JOB, odd):
+        for raw in (codec.encode(message), codec.encode_by_schema(message)):
+            assert _misaligned(raw) == []

@@ -9,8 +9,8 @@ tables from it: the one description of batprotocol's layout, used by both of its
   schema describes it (a dict keyed by field names, enum values and union types by
   name, scalars at their defaults when absent), refusing a missing required field or
   an unknown union member naming the field;
-- :func:`from_json`: the FlatBuffer of such a dict (through the ``flatbuffers``
-  runtime's builder), refusing what is not the schema's naming its place.
+- :func:`from_json`: the FlatBuffer of such a dict, refusing what is not the
+  schema's naming its place.
 
 ``codecs/batprotocol.py`` translates events to and from this form (its per-job hot
 path, ``batprotocol_fast.py``, lays its blocks out from the same schema);
@@ -26,9 +26,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
-import flatbuffers
-from flatbuffers import number_types as nt
-
 from ..errors import ProtocolError
 
 __all__ = ["SCHEMA_FILE", "Schema", "Field", "load_schema", "parse_schema", "scalar_code", "Reader", "Corrupt",
@@ -42,16 +39,11 @@ _I32 = struct.Struct("<i")
 _U8 = struct.Struct("<B")
 _F64 = struct.Struct("<d")
 
-# FlatBuffers' scalar types: (struct format, the runtime's flags)
-_SCALARS: dict[str, tuple[str, Any]] = {
-    "bool": ("?", nt.BoolFlags), "byte": ("b", nt.Int8Flags), "ubyte": ("B", nt.Uint8Flags),
-    "short": ("h", nt.Int16Flags), "ushort": ("H", nt.Uint16Flags), "int": ("i", nt.Int32Flags),
-    "uint": ("I", nt.Uint32Flags), "long": ("q", nt.Int64Flags), "ulong": ("Q", nt.Uint64Flags),
-    "float": ("f", nt.Float32Flags), "double": ("d", nt.Float64Flags),
-    "int8": ("b", nt.Int8Flags), "uint8": ("B", nt.Uint8Flags), "int16": ("h", nt.Int16Flags),
-    "uint16": ("H", nt.Uint16Flags), "int32": ("i", nt.Int32Flags), "uint32": ("I", nt.Uint32Flags),
-    "int64": ("q", nt.Int64Flags), "uint64": ("Q", nt.Uint64Flags), "float32": ("f", nt.Float32Flags),
-    "float64": ("d", nt.Float64Flags),
+# FlatBuffers' scalar types and their struct codes
+_SCALARS: dict[str, str] = {
+    "bool": "?", "byte": "b", "ubyte": "B", "short": "h", "ushort": "H", "int": "i", "uint": "I", "long": "q",
+    "ulong": "Q", "float": "f", "double": "d", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H",
+    "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q", "float32": "f", "float64": "d",
 }
 
 
@@ -191,7 +183,7 @@ def _fields(raw: list[tuple[str, str, bool, Optional[str], bool]], enums: dict[s
             member = 0 if default is None else values[default] if default in values else int(default)
             out.append(Field(name, slot, "enum", of, member, False))
         elif of in _SCALARS:
-            fmt = _SCALARS[of][0]
+            fmt = _SCALARS[of]
             number: Any = None if default == "null" else (  # "= null": an optional scalar
                 default == "true" if fmt == "?" else float(default or 0) if fmt in "fd" else int(default or 0))
             out.append(Field(name, slot, "scalar", of, number, False))
@@ -211,7 +203,7 @@ def scalar_code(schema: Schema, f: Field) -> str:
     """The ``struct`` code of a field's value (``o``: an offset to a string, table,
     vector or union member)."""
     if f.kind in ("scalar", "enum"):
-        return _SCALARS[_scalar_type(schema, f)][0]
+        return _SCALARS[_scalar_type(schema, f)]
     return "o"
 
 
@@ -248,7 +240,7 @@ def read_table(schema: Schema, r: "Reader", name: str, pos: int, where: str) -> 
     for f in schema.tables[name]:
         at = f"{where}.{f.name}"
         if f.kind in ("scalar", "enum"):
-            value = r.scalar(t, f.slot, _struct(_SCALARS[_scalar_type(schema, f)][0]), f.default, at)
+            value = r.scalar(t, f.slot, _struct(_SCALARS[_scalar_type(schema, f)]), f.default, at)
             if f.kind == "enum":
                 union_types[f.name] = value
                 names = {v: k for k, v in _enum_values(schema, f.of).items()}
@@ -275,7 +267,7 @@ def read_table(schema: Schema, r: "Reader", name: str, pos: int, where: str) -> 
 
 def _read_vector(schema: Schema, r: "Reader", f: Field, t: tuple[int, int, int], where: str) -> list[Any]:
     if f.of in _SCALARS or f.of in schema.enums:
-        code = _SCALARS[f.of if f.of in _SCALARS else schema.enums[f.of][0]][0]
+        code = _SCALARS[f.of if f.of in _SCALARS else schema.enums[f.of][0]]
         start, count = r.vector(t, f.slot, _struct(code).size, where)
         values = list(struct.unpack_from(f"<{count}{code}", r.buf, start))
         if f.of in schema.enums:
@@ -290,71 +282,114 @@ def _read_vector(schema: Schema, r: "Reader", f: Field, t: tuple[int, int, int],
 
 
 # -- JSON form -> FlatBuffer ---------------------------------------------------------
+#: bytes of each struct code (``o``: an offset)
+_SIZE = {"?": 1, "b": 1, "B": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "Q": 8, "f": 4, "d": 8, "o": 4}
+
+
 def from_json(schema: Schema, obj: Any) -> bytes:
     """The FlatBuffer the JSON form ``obj`` describes; ``ProtocolError`` naming the
-    place of what is not the schema's."""
-    builder = flatbuffers.Builder(1024)
-    builder.Finish(_build_table(schema, builder, schema.root, obj, ""))
-    return bytes(builder.Output())
+    place of what is not the schema's.
+
+    Written front to back: the root offset, then each table (its vtable just before
+    it, scalars at their natural alignment, biggest first) followed by what its offset
+    fields point to, in field order. A scalar at its default is left out, as
+    FlatBuffers' builders do."""
+    out = bytearray(4)
+    _U32.pack_into(out, 0, _write_table(schema, out, schema.root, obj, ""))
+    return bytes(out)
 
 
-def _build_table(schema: Schema, b: flatbuffers.Builder, name: str, obj: Any, where: str) -> int:
+def _pad(out: bytearray, n: int) -> None:
+    out.extend(bytes(-len(out) % n))
+
+
+def _write_table(schema: Schema, out: bytearray, name: str, obj: Any, where: str) -> int:
+    """Append table ``name`` (and what it points to) to ``out``; its position."""
     if not isinstance(obj, dict):
         raise ProtocolError(f"a {name} is a JSON object, not {_shown(obj)}", where or "message")
     fields = schema.tables[name]
     unknown = set(obj) - {f.name for f in fields}
     if unknown:
         raise ProtocolError(f"{name} has no field {sorted(unknown)[0]!r}", _at(where, sorted(unknown)[0]))
-    children: dict[int, int] = {}
-    for f in fields:  # strings, vectors and tables before their parent, as FlatBuffers builds
-        value = obj.get(f.name)
-        if value is None or f.kind in ("scalar", "enum"):
-            continue
-        at = _at(where, f.name)
-        if f.kind == "string":
-            children[f.slot] = b.CreateString(_typed(value, str, "a string", at))
-        elif f.kind == "table":
-            children[f.slot] = _build_table(schema, b, f.of, value, at)
-        elif f.kind == "union":
-            code = _enum_value(schema, f.of, obj.get(f"{f.name}_type"), f"{at}_type")
-            if code == 0:
-                raise ProtocolError(f"'{f.name}' has no '{f.name}_type'", f"{at}_type")
-            children[f.slot] = _build_table(schema, b, schema.unions[f.of][code - 1], value, at)
-        else:
-            children[f.slot] = _build_vector(schema, b, f, value, at)
-    b.StartObject(len(fields) and fields[-1].slot + 1)
+    values: list[tuple[int, str, Any]] = []  # (slot, struct code, value or what an offset points to)
     for f in fields:
         value = obj.get(f.name)
         at = _at(where, f.name)
-        if f.slot in children:
-            b.PrependUOffsetTRelativeSlot(f.slot, children[f.slot], 0)
-        elif value is not None and f.kind in ("scalar", "enum"):
+        if value is None:
+            continue
+        if f.kind in ("scalar", "enum"):
             scalar = _scalar_type(schema, f)
-            if f.kind == "enum":
-                value = _enum_value(schema, f.of, value, at)
-            b.PrependSlot(_SCALARS[scalar][1], f.slot, _number(scalar, value, at), f.default)
-    return int(b.EndObject())
+            number = _number(scalar, _enum_value(schema, f.of, value, at) if f.kind == "enum" else value, at)
+            if number != f.default:
+                values.append((f.slot, _SCALARS[scalar], number))
+        elif f.kind == "union":
+            member = _enum_value(schema, f.of, obj.get(f"{f.name}_type"), f"{at}_type")
+            if member == 0:
+                raise ProtocolError(f"'{f.name}' has no '{f.name}_type'", f"{at}_type")
+            values.append((f.slot, "o", (schema.unions[f.of][member - 1], value, at)))
+        else:
+            values.append((f.slot, "o", (f, value, at)))
+    values.sort(key=lambda v: -_SIZE[v[1]])
+    rel, offsets = 4, {}  # after the table's soffset to its vtable
+    for slot, code, _ in values:
+        rel += -rel % _SIZE[code]
+        offsets[slot] = rel
+        rel += _SIZE[code]
+    slots = fields[-1].slot + 1 if fields else 0
+    _pad(out, 2)
+    vtable = len(out)
+    out += struct.pack(f"<{2 + slots}H", 4 + 2 * slots, rel, *[offsets.get(s, 0) for s in range(slots)])
+    _pad(out, max([4] + [_SIZE[code] for _, code, _ in values]))
+    pos = len(out)
+    out += bytes(rel)
+    _I32.pack_into(out, pos, pos - vtable)
+    children = []
+    for slot, code, value in values:
+        if code == "o":
+            children.append((pos + offsets[slot], value))
+        else:
+            struct.pack_into("<" + code, out, pos + offsets[slot], value)
+    for field_at, (what, value, place) in children:
+        target = (_write_table(schema, out, what, value, place) if isinstance(what, str)
+                  else _write_child(schema, out, what, value, place))
+        _U32.pack_into(out, field_at, target - field_at)
+    return pos
 
 
-def _build_vector(schema: Schema, b: flatbuffers.Builder, f: Field, value: Any, where: str) -> int:
+def _write_child(schema: Schema, out: bytearray, f: Field, value: Any, where: str) -> int:
+    """Append the string, table or vector of field ``f``; its position."""
+    if f.kind == "string":
+        return _write_string(out, _typed(value, str, "a string", where))
+    if f.kind == "table":
+        return _write_table(schema, out, f.of, value, where)
     items = _typed(value, list, "an array", where)
-    if f.of == "string":
-        offsets = [b.CreateString(_typed(v, str, "a string", f"{where}[{i}]")) for i, v in enumerate(items)]
-    elif f.of in schema.tables:
-        offsets = [_build_table(schema, b, f.of, v, f"{where}[{i}]") for i, v in enumerate(items)]
-    else:
+    if f.of in _SCALARS or f.of in schema.enums:
         scalar = f.of if f.of in _SCALARS else schema.enums[f.of][0]
-        flags = _SCALARS[scalar][1]
+        code = _SCALARS[scalar]
         numbers = [_number(scalar, _enum_value(schema, f.of, v, f"{where}[{i}]") if f.of in schema.enums else v,
                            f"{where}[{i}]") for i, v in enumerate(items)]
-        b.StartVector(flags.bytewidth, len(numbers), flags.bytewidth)
-        for number in reversed(numbers):
-            b.Prepend(flags, number)
-        return int(b.EndVector())
-    b.StartVector(4, len(offsets), 4)
-    for offset in reversed(offsets):
-        b.PrependUOffsetTRelative(offset)
-    return int(b.EndVector())
+        while len(out) % 4 or (len(out) + 4) % _SIZE[code]:  # the count, then aligned items
+            out.append(0)
+        pos = len(out)
+        out += _U32.pack(len(numbers)) + struct.pack(f"<{len(numbers)}{code}", *numbers)
+        return pos
+    _pad(out, 4)
+    pos = len(out)
+    out += _U32.pack(len(items)) + bytes(4 * len(items))
+    for i, item in enumerate(items):
+        at = pos + 4 + 4 * i
+        target = (_write_string(out, _typed(item, str, "a string", f"{where}[{i}]")) if f.of == "string"
+                  else _write_table(schema, out, f.of, item, f"{where}[{i}]"))
+        _U32.pack_into(out, at, target - at)
+    return pos
+
+
+def _write_string(out: bytearray, text: str) -> int:
+    _pad(out, 4)
+    pos = len(out)
+    data = text.encode("utf-8")
+    out += _U32.pack(len(data)) + data + b"\0"
+    return pos
 
 
 def _enum_value(schema: Schema, enum: str, value: Any, where: str) -> int:
@@ -373,7 +408,7 @@ def _enum_value(schema: Schema, enum: str, value: Any, where: str) -> int:
 
 
 def _number(scalar: str, value: Any, where: str) -> Any:
-    code = _SCALARS[scalar][0]
+    code = _SCALARS[scalar]
     if code == "?":
         return _typed(value, bool, "true or false", where)
     if code in "fd":
