@@ -1,5 +1,5 @@
 # Sourced by demo.sh and test.sh: make .venv with hpcjobs installed (idempotent).
-# Usage: . scripts/_venv.sh [extras]   e.g. ". scripts/_venv.sh test,gantt"
+# Usage: . scripts/_venv.sh [extras]   e.g. ". scripts/_venv.sh test,gantt,batsim"
 extras=${1:-}
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv

@@ -4,7 +4,7 @@
 # own virtual environment (.venv) on first run; needs only python3 >= 3.10.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. scripts/_venv.sh gantt
+. scripts/_venv.sh gantt,batsim
 "$PY" scripts/demo_local.py
 if [ -f scripts/demo_batsim.py ]; then
   "$PY" scripts/demo_batsim.py

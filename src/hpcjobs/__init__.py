@@ -3,19 +3,27 @@ simulated (Batsim) cluster.
 
 The public names use the PSI/J spellings, so existing PSI/J code runs with
 ``import hpcjobs as psij``. Importing this package has no side effects: no threads,
-signal handlers, sockets or plugin imports.
+signal handlers, sockets or plugin imports. The executor machinery (``JobExecutor``,
+``JobExecutorConfig``: threads, the callback dispatcher, plugins) and the plugin
+records (``Launcher``, ``Descriptor``) are imported when first named, so a program
+that only builds or reads jobs does not pay for them.
 """
 
 import logging as _logging
+from typing import TYPE_CHECKING
 
 from .attributes import JobAttributes
 from .errors import (BulkSubmitException, InvalidJobException, InvalidJobStateError,
                      InvalidStateException, SubmitException, WaitFromCallbackError)
-from .executor import JobExecutor, JobExecutorConfig
 from .job import Job, JobStatusCallback
 from .resources import ResourceSpec, ResourceSpecV1
 from .spec import JobSpec
 from .state import JobState, JobStatus
+
+if TYPE_CHECKING:  # what type checkers see of the names imported when first asked for
+    from .descriptor import Descriptor
+    from .executor import JobExecutor, JobExecutorConfig
+    from .launchers.base import Launcher
 
 __version__ = "0.1.0"
 
@@ -29,12 +37,20 @@ __all__ = [
 _logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 
+#: the public names imported when first asked for: name -> module
+_LAZY = {"JobExecutor": ".executor", "JobExecutorConfig": ".executor",
+         "Launcher": ".launchers.base", "Descriptor": ".descriptor"}
+
+
 def __getattr__(name: str) -> object:
-    # Launcher pulls in the plugin machinery; load it only when asked for
-    if name == "Launcher":
-        from .launchers.base import Launcher
-        return Launcher
-    if name == "Descriptor":  # psij-python's plugin record (imports packaging)
-        from .descriptor import Descriptor
-        return Descriptor
-    raise AttributeError(f"module 'hpcjobs' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hpcjobs' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # asked once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,7 +1,7 @@
 """Callback delivery: one named daemon thread per executor that runs status callbacks
 in order, outside every lock; a failing callback is logged and the next one runs.
 
-A batch that ends in a final state marks its job (``Job._final_callbacks_pending``)
+A batch that ends in a final state marks its job (``Job.final_callbacks_queued``)
 when it is queued and clears the mark when its callbacks have returned, so that
 ``Job.wait()`` can return a final status only after the callbacks for it ran. Queueing
 and stopping share a lock, so a batch is either queued before the end marker (and
@@ -43,7 +43,7 @@ class CallbackDispatcher:
     def deliver(self, job: Job, statuses: Sequence[JobStatus], callbacks: Sequence[_Fn]) -> None:
         """Queue ``callbacks`` to be called with each of ``statuses`` in order.
 
-        Called with the job's lock held (by ``Job._advance``), which guards the mark.
+        Called with the job's lock held (by ``Job.advance``), which guards the mark.
         After ``stop()`` nothing is queued any more.
         """
         if not callbacks or not statuses:
@@ -56,7 +56,7 @@ class CallbackDispatcher:
                                                 args=(self._queue,), daemon=True)
                 self._thread.start()
             if statuses[-1].state.final:
-                job._final_callbacks_pending = True
+                job.final_callbacks_queued()
             self._queue.put((job, statuses, callbacks))
 
     def stop(self, wait: bool = True) -> None:
@@ -85,4 +85,4 @@ def _run_dispatch(q: "queue.SimpleQueue[_Item]") -> None:
                     log.exception("status callback %r failed for job %s (%s); ignored",
                                   cb, job.id, status.state)
         if statuses[-1].state.final:
-            job._final_callbacks_returned()
+            job.final_callbacks_returned()

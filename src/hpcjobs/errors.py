@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from .job import Job
 
 __all__ = [
+    "PSIJError",
     "InvalidJobException",
     "SubmitException",
     "BulkSubmitException",
@@ -22,12 +23,14 @@ __all__ = [
     "InvalidStateException",
     "WaitFromCallbackError",
     "ExecutorNotFoundError",
+    "MissingExtraError",
     "CommandError",
 ]
 
 
-class _PSIJError(Exception):
-    """Common shape: an end-user message plus an optional underlying exception."""
+class PSIJError(Exception):
+    """The base of the spec's exceptions: an end-user message plus an optional
+    underlying exception (``get_message``, ``get_exception``)."""
 
     def __init__(self, message: str, exception: Optional[BaseException] = None) -> None:
         super().__init__(message)
@@ -48,7 +51,7 @@ class _PSIJError(Exception):
         return self.message
 
 
-class InvalidJobException(_PSIJError):
+class InvalidJobException(PSIJError):
     """The job's specification cannot be understood or is inconsistent.
 
     Fatal for this job: submitting the exact same job again fails the same way.
@@ -56,7 +59,7 @@ class InvalidJobException(_PSIJError):
     """
 
 
-class SubmitException(_PSIJError):
+class SubmitException(PSIJError):
     """The request could not be sent to the backend (independently of the job)."""
 
     def __init__(
@@ -88,7 +91,7 @@ class BulkSubmitException(SubmitException):
         self.failures = failures
 
 
-class InvalidJobStateError(_PSIJError):
+class InvalidJobStateError(PSIJError):
     """The job is in a state that does not allow the request (e.g. submitted twice)."""
 
 
@@ -106,6 +109,16 @@ class WaitFromCallbackError(RuntimeError):
 
 class ExecutorNotFoundError(ValueError):
     """No installed executor (or launcher) plugin matches the requested name/version."""
+
+
+class MissingExtraError(ExecutorNotFoundError, ImportError):
+    """A part of hpcjobs was asked for whose pip extra is not installed (the message
+    says which: ``pip install 'hpcjobs[batsim]'``). An ``ExecutorNotFoundError`` for
+    ``get_instance`` and an ``ImportError`` for an import; ``extra`` names it."""
+
+    def __init__(self, message: str, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra
 
 
 class CommandError(Exception):

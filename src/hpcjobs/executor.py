@@ -248,12 +248,12 @@ class JobExecutor(ABC):
         try:
             yield spec
         except BaseException:
-            job._bind(None, None)
+            job.bind(None, None)
             raise
 
     def _claim_for_submit(self, job: Job) -> JobSpec:
         """:meth:`_submission` without the context manager, for a backend's hot path:
-        the caller releases the claim (``job._bind(None, None)``) if its submit fails."""
+        the caller releases the claim (``job.bind(None, None)``) if its submit fails."""
         if not isinstance(job, Job):
             raise TypeError(f"submit() takes a Job, got {type(job).__name__}")
         self._check_open()
@@ -261,7 +261,7 @@ class JobExecutor(ABC):
         if spec is None:
             raise InvalidJobException(f"job {job.id} has no spec")
         self._check_spec(spec)
-        state = job._claim(self)
+        state = job.claim(self)
         if state is not None:
             raise InvalidJobStateError(f"job {job.id} was already submitted (state {state})")
         return spec
@@ -284,7 +284,7 @@ class JobExecutor(ABC):
         if not isinstance(native_id, str) or not native_id:
             raise TypeError(f"native_id must be a non-empty str, got {native_id!r}")
         self._check_open()
-        state = job._claim(self, native_id)
+        state = job.claim(self, native_id)
         if state is not None:
             raise InvalidJobException(f"attach() needs a NEW job; job {job.id} is {state}")
 
@@ -310,10 +310,10 @@ class JobExecutor(ABC):
         CANCELED goes through ACTIVE), and callbacks follow on the dispatcher thread.
         The current state again refreshes the status's message and metadata (no
         callback); anything earlier, or anything after a final state, is ignored."""
-        job._advance(status, ran, self._hand_off)
+        job.advance(status, ran, self._hand_off)
 
     def _hand_off(self, job: Job, entered: List[JobStatus]) -> None:
-        # called by Job._advance with the job's lock held: callbacks queue in state order
+        # called by Job.advance with the job's lock held: callbacks queue in state order
         if log.isEnabledFor(logging.DEBUG):
             log.debug("job %s (%s): %s", job.id, job.native_id,
                       " -> ".join(s.state.name for s in entered))
@@ -321,7 +321,7 @@ class JobExecutor(ABC):
             callbacks = [cb for cb in (job._callback, self._callback) if cb is not None]
             self._dispatcher.deliver(job, entered, callbacks)
 
-    def _wait_condition(self, job: Job, lock: threading.Lock) -> threading.Condition:
+    def wait_condition(self, job: Job, lock: threading.Lock) -> threading.Condition:
         """Hook: the condition a client thread blocks on in ``Job.wait()`` for ``job``,
         a job of this executor (created on its first wait, with the job's lock). A backend that must know when its
         client is only waiting (the Batsim executor's virtual time) returns a subclass

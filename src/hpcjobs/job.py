@@ -71,7 +71,12 @@ def _new_id() -> str:
 
 
 class Job:
-    """A job: its spec, its status, and (once submitted) its executor and native id."""
+    """A job: its spec, its status, and (once submitted) its executor and native id.
+
+    Users call the properties, ``set_job_status_callback``, ``wait`` and ``cancel``.
+    The methods after them (``claim``, ``bind``, ``advance``, the final-callback
+    marks, ``restore``) are for executors and the dispatcher: the backend contract.
+    """
 
     __slots__ = ("_id", "_spec", "_status", "_native_id", "_executor", "_callback",
                  "_lock", "_cond", "_final_callbacks_pending", "__weakref__")
@@ -170,11 +175,20 @@ class Job:
                     return None
                 if self._cond is None:
                     self._cond = (threading.Condition(self._lock) if self._executor is None
-                                  else self._executor._wait_condition(self, self._lock))
+                                  else self._executor.wait_condition(self, self._lock))
                 self._cond.wait(remaining)
 
-    # -- executor side ------------------------------------------------------------------
-    def _claim(self, executor: "JobExecutor",
+    # -- executor side: the backend contract (docs/executors.md) ---------------------------
+    @classmethod
+    def restore(cls, spec: Optional[JobSpec], job_id: str, native_id: Optional[str],
+                status: JobStatus) -> "Job":
+        """A job as a record made elsewhere describes it (:mod:`hpcjobs.serialize`):
+        its id, native id and status, bound to no executor."""
+        job = cls(spec)
+        job._id, job._native_id, job._status = job_id, native_id, status
+        return job
+
+    def claim(self, executor: "JobExecutor",
                native_id: Optional[str] = None) -> Optional[JobState]:
         """Bind this job to ``executor`` (and ``native_id``, for attach) if it is NEW and
         bound to no executor: how an executor takes a job (submit, attach). None when it
@@ -182,24 +196,24 @@ class Job:
         with self._lock:
             if self._executor is not None or self._status.state is not JobState.NEW:
                 return self._status.state
-            self._bind(executor, native_id)
+            self.bind(executor, native_id)
             if self._cond is not None:
                 # made by a wait before the job had an executor: the executor's own
-                # (_wait_condition: the Batsim executor's virtual time counts its
+                # (wait_condition: the Batsim executor's virtual time counts its
                 # waiters) takes over at the next wait; a thread blocked on this one
                 # wakes to wait on that
                 self._cond.notify_all()
                 self._cond = None
             return None
 
-    def _bind(self, executor: Optional["JobExecutor"], native_id: Optional[str]) -> None:
+    def bind(self, executor: Optional["JobExecutor"], native_id: Optional[str]) -> None:
         """Record the job's executor (None: a claim released, its submit failed) and
         its ``native_id`` once the backend gave one."""
         self._executor = executor
         if native_id is not None:
             self._native_id = native_id
 
-    def _advance(self, status: JobStatus, ran: bool,
+    def advance(self, status: JobStatus, ran: bool,
                  hand_off: Callable[["Job", list[JobStatus]], None]) -> None:
         """Move to ``status`` if it is later than the current one and pass the statuses
         entered (synthesised ones first) to ``hand_off`` while still holding the lock,
@@ -208,7 +222,8 @@ class Job:
         A report of the current, non-final state that carries metadata or a message
         replaces those (a pending reason, an estimated start: backends report the whole
         picture) and keeps the time the state was entered; one carrying neither is no
-        news. Callbacks are for state changes only. Called via _set_job_status.
+        news. Callbacks are for state changes only. Executors call it through
+        ``JobExecutor._set_job_status``.
         """
         with self._lock:
             current = self._status
@@ -239,7 +254,13 @@ class Job:
             if self._cond is not None:
                 self._cond.notify_all()
 
-    def _final_callbacks_returned(self) -> None:
+    def final_callbacks_queued(self) -> None:
+        """Called by the dispatcher, with this job's lock held (during :meth:`advance`),
+        when it queues the callbacks for the final state: ``wait`` holds the final
+        status back until :meth:`final_callbacks_returned`."""
+        self._final_callbacks_pending = True
+
+    def final_callbacks_returned(self) -> None:
         """Called by the dispatcher once the callbacks for the final state returned."""
         with self._lock:
             self._final_callbacks_pending = False

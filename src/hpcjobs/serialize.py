@@ -176,13 +176,12 @@ def from_dict(d: Any) -> Union[JobSpec, Job]:
         return spec
     if kind == "Job":
         _known("", d, _JOB_FIELDS)
-        job = Job(_spec_from_dict(_field(d, "spec", dict, optional=True)))
+        spec = _spec_from_dict(_field(d, "spec", dict, optional=True))
         # a record of a job seen elsewhere: restore what it was, not a live binding
-        job._id = _field(d, "id", str)
-        job._native_id = _field(d, "native_id", str, optional=True)
+        job_id = _field(d, "id", str)
+        native_id = _field(d, "native_id", str, optional=True)
         _field(d, "executor", str, optional=True)
-        job._status = status_from_dict(_field(d, "status", dict), "status")
-        return job
+        return Job.restore(spec, job_id, native_id, status_from_dict(_field(d, "status", dict), "status"))
     raise SerializationError(f"unknown job document kind {kind!r} (expected 'JobSpec' or 'Job')")
 
 

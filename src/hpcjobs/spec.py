@@ -8,14 +8,16 @@ reaches a backend) and raises ``InvalidJobException`` naming the field.
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 from ._typecheck import Field
 from .attributes import JobAttributes
 from .environment import VALID_NAME
 from .errors import InvalidJobException
 from .resources import ResourceSpec, ResourceSpecV1
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["JobSpec"]
 
@@ -24,6 +26,9 @@ _PATH_TYPES = (str, os.PathLike)
 
 
 def _to_path(value: PathLike) -> Path:
+    # pathlib (and the urllib.parse and ipaddress it imports) when a path is first set,
+    # not at import hpcjobs
+    from pathlib import Path
     return Path(value)
 
 

@@ -117,8 +117,8 @@ class JobStatus:
         self.metadata: Optional[dict[str, Any]] = dict(metadata) if metadata else None
 
     @classmethod
-    def _owning(cls, state: JobState, time: float, message: Optional[str], exit_code: Optional[int],
-                metadata: dict[str, Any]) -> "JobStatus":
+    def owning(cls, state: JobState, time: float, message: Optional[str], exit_code: Optional[int],
+              metadata: dict[str, Any]) -> "JobStatus":
         """For backends: a status that keeps ``metadata``, a dict made for it and not
         used after, as it is. The constructor's copy protects a caller's dict; a backend
         reporting thousands of statuses a second need not pay for it."""

@@ -1,7 +1,7 @@
 """batprotocol's hot path (codecs/batprotocol_fast.py): its bytes are a known answer,
 messages mixing every shape it writes (string lengths, long and non-ASCII strings,
-optional fields) go through it and mean the same to the generated code and the careful
-reader, it leaves what it does not write to the generated code, its caches are
+optional fields) go through it and mean the same to the schema's reader and the careful
+reader, it leaves what it does not write to the schema's writer, its caches are
 bounded, and vectors read as lists even where the runtime uses numpy."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 from hpcjobs.batsim_protocol.codecs import batprotocol_fast as fast
 from hpcjobs.batsim_protocol.codecs import get_codec
-from hpcjobs.batsim_protocol.codecs.batprotocol_fast import fb
+from hpcjobs.batsim_protocol.codecs.batprotocol_schema import load_schema, to_json
 from hpcjobs.batsim_protocol.errors import ProtocolError
 from hpcjobs.batsim_protocol.events import Message, call_me_later, execute_job
 
@@ -54,7 +54,7 @@ _MIXED = Message(9.0, [
 
 def test_the_fast_writer_writes_a_known_layout() -> None:
     """The bytes of a small message (as the fast writer has laid it out since it was
-    written: the generated code reads it in test_batprotocol.py)."""
+    written: the schema reader and flatc read it in test_batprotocol.py)."""
     message = Message(2.0, [_completed(1.5, "w0!5", "COMPLETED_KILLED", -9), execute_job(2.0, "w0!7", "0-2")])
     known = bytes.fromhex(
         "100000000800100008000400000000000c0000000c0000000000000000000040"
@@ -75,16 +75,17 @@ def test_messages_mixing_every_shape_go_through_the_fast_path_and_mean_the_same_
     assert raw is not None and codec.encode(_MIXED) == raw
     assert fast.decode(raw) == (_MIXED.now, _MIXED.events)
     assert codec.decode_carefully(raw) == _MIXED
-    # the generated reader sees the same fields
-    parsed = fb.MessageT.InitFromObj(fb.Message.GetRootAs(raw, 0))
-    assert [e.timestamp for e in parsed.events] == [e["timestamp"] for e in _MIXED.events]
-    third = parsed.events[2].event
-    assert (third.jobId.decode(), third.job.profileId, third.job.walltime) == ("wörkload!ジョブ🙂", b"", 0.5)
-    assert parsed.events[3].event.job.resourceRequest == 2**32 - 1 and parsed.events[3].event.jobId == b""
-    assert parsed.events[8].event.allocation.hostAllocation.decode() == _MIXED.events[8]["data"]["alloc"]
-    assert parsed.events[11].event.when.time == 2**40
-    # and the generated writer's layout of the same message reads the same
-    assert fast.decode(codec.encode_generated(_MIXED)) == (_MIXED.now, _MIXED.events)
+    # the schema's reader sees the same fields
+    parsed = to_json(load_schema(), raw)["events"]
+    assert [e["timestamp"] for e in parsed] == [e["timestamp"] for e in _MIXED.events]
+    third = parsed[2]["event"]
+    assert (third["job_id"], third["job"]["profile_id"], third["job"]["walltime"]) == ("wörkload!ジョブ🙂", "", 0.5)
+    assert parsed[3]["event"]["job"]["resource_request"] == 2**32 - 1 and parsed[3]["event"]["job_id"] == ""
+    assert parsed[8]["event"]["allocation"]["host_allocation"] == _MIXED.events[8]["data"]["alloc"]
+    assert parsed[11]["event"]["when"]["time"] == 2**40
+    # and the schema writer's layout of the same message is left to the careful reader
+    assert fast.decode(codec.encode_by_schema(_MIXED)) is None
+    assert codec.decode(codec.encode_by_schema(_MIXED)) == _MIXED
 
 
 def test_the_fast_reader_never_answers_differently_from_the_careful_one_on_mixed_shapes() -> None:
@@ -113,11 +114,11 @@ def test_the_fast_reader_never_answers_differently_from_the_careful_one_on_mixed
     call_me_later(1.0, 7.5),
     {"timestamp": 1.0, "type": "NOTIFY", "data": {"type": "registration_finished"}},
 ], ids=["forwarded-profile", "extra-data", "mapping", "periodic", "milliseconds", "other-event"])
-def test_the_fast_writer_leaves_what_it_does_not_write_to_the_generated_code(event: dict[str, Any]) -> None:
+def test_the_fast_writer_leaves_what_it_does_not_write_to_the_schema_writer(event: dict[str, Any]) -> None:
     message = Message(1.0, [_completed(1.0, "w0!0"), event])
     assert fast.encode(message.now, message.events) is None
     raw = codec.encode(message)
-    assert raw == codec.encode_generated(message)
+    assert raw == codec.encode_by_schema(message)
     assert codec.decode(raw).events[0] == message.events[0]
 
 
@@ -160,8 +161,8 @@ def _python(code: str) -> str:
 
 
 def test_the_codec_reads_vectors_when_the_runtime_came_with_numpy() -> None:
-    """Where numpy is installed, the runtime imports it and the generated object API
-    answers numpy arrays, which the codec reads as lists."""
+    """Where numpy is installed, the flatbuffers runtime imports it; vectors still
+    read back as lists of Python numbers."""
     pytest.importorskip("numpy")
     out = _python(
         "import numpy, flatbuffers\n"

@@ -18,7 +18,7 @@ class RecordingExecutor(JobExecutor):
 
     def submit(self, job: Job) -> None:
         with self._submission(job):
-            job._bind(self, f"r{job.id[:8]}")
+            job.bind(self, f"r{job.id[:8]}")
         self._set_job_status(job, JobStatus(S.QUEUED))
 
     def cancel(self, job: Job) -> None:

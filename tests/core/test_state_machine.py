@@ -157,7 +157,7 @@ def test_concurrent_reports_keep_callback_order() -> None:
     ex.set_job_status_callback(lambda j, s: seen.append(s.state))
     job = Job(JobSpec("/bin/true"))
     with ex._submission(job):
-        job._bind(ex, "n1")
+        job.bind(ex, "n1")
     in_flight = threading.Event()
     deliver = ex._dispatcher.deliver
 

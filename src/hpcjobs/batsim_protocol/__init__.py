@@ -13,3 +13,8 @@ decision side), so each rule of the protocol is written once:
   (Batsim's resource interval sets);
 - :mod:`.errors`: what goes wrong, with the exit code a Batsim-side process uses.
 """
+
+from ..extras import require
+
+# everything of the batsim extra imports this package first: without the extra, say so
+require("batsim", "the Batsim executor, simulator and protocols")

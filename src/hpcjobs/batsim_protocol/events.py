@@ -19,7 +19,9 @@ from typing import Any, NamedTuple, Optional
 
 from .. import __version__
 
-__all__ = ["Event", "Message", "EventType", "EVENTS", "NOT_JSON", "BATSIM", "DECISION",
+__all__ = ["Event", "Message", "EventType", "EVENTS", "NOT_JSON", "BATSIM", "DECISION", "FINAL_JOB_STATES",
+           "COMPLETED_SUCCESSFULLY", "COMPLETED_FAILED", "COMPLETED_WALLTIME_REACHED", "COMPLETED_KILLED",
+           "REJECTED",
            "notify", "edc_hello", "simulation_error",
            "register_profile", "register_job", "execute_job", "kill_jobs", "reject_job",
            "call_me_later"]
@@ -29,6 +31,16 @@ Event = dict[str, Any]
 #: senders
 BATSIM = "batsim"
 DECISION = "decision process"
+
+#: how a Batsim job ended (JOB_COMPLETED's ``job_state``, the ``_jobs.csv`` outputs)
+COMPLETED_SUCCESSFULLY = "COMPLETED_SUCCESSFULLY"
+COMPLETED_FAILED = "COMPLETED_FAILED"
+COMPLETED_WALLTIME_REACHED = "COMPLETED_WALLTIME_REACHED"
+COMPLETED_KILLED = "COMPLETED_KILLED"
+REJECTED = "REJECTED"
+#: in batprotocol's ``FinalJobState`` order: a state's index is its value on that wire
+FINAL_JOB_STATES = (COMPLETED_SUCCESSFULLY, COMPLETED_FAILED, COMPLETED_WALLTIME_REACHED, COMPLETED_KILLED,
+                    REJECTED)
 
 
 class Message(NamedTuple):

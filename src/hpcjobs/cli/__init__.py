@@ -18,7 +18,7 @@ import traceback
 from typing import NoReturn, Optional, Sequence
 
 from .. import __version__
-from ..errors import CommandError, _PSIJError
+from ..errors import CommandError, PSIJError
 from . import commands, options
 
 __all__ = ["main", "build_parser"]
@@ -144,7 +144,7 @@ def _positive(text: str) -> int:
 
 # errors whose message is made for the user (ExecutorNotFoundError and SerializationError
 # are ValueErrors; the model's TypeErrors name the field); anything else is a bug
-_EXPECTED = (_PSIJError, CommandError, OSError, TypeError, ValueError)
+_EXPECTED = (PSIJError, CommandError, OSError, TypeError, ValueError)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..batsim_protocol import intervals
 from ..batsim_protocol.platform import Platform
+from ..batsim_protocol.events import FINAL_JOB_STATES
 from .errors import Deadlock, InputError, ProtocolViolation
 from .profiles import Execution
 from .workload import (WorkloadJob, Profile, Workload, check_composed, executors_mismatch, make_job,
@@ -47,10 +48,9 @@ _RANKS = {_SUBMIT: 0, _CALL: 0, _NOTIFY: 1}
 _LATENCY_RANKS = {_SUBMIT: 0, _COMPLETE: 1, _CALL: 2, _NOTIFY: 3}
 
 SUBMITTED, RUNNING = "SUBMITTED", "RUNNING"
-SUCCESS, FAILED, WALLTIME = "COMPLETED_SUCCESSFULLY", "COMPLETED_FAILED", "COMPLETED_WALLTIME_REACHED"
-KILLED, REJECTED = "COMPLETED_KILLED", "REJECTED"
-JOB_STATES = ("NOT_SUBMITTED", SUBMITTED, RUNNING, SUCCESS, FAILED, WALLTIME, KILLED, REJECTED)
-FINAL_STATES = frozenset((SUCCESS, FAILED, WALLTIME, KILLED, REJECTED))
+SUCCESS, FAILED, WALLTIME, KILLED, REJECTED = FINAL_JOB_STATES
+JOB_STATES = ("NOT_SUBMITTED", SUBMITTED, RUNNING, *FINAL_JOB_STATES)
+FINAL_STATES = frozenset(FINAL_JOB_STATES)
 _RELEASED: dict[str, Any] = {}
 
 

@@ -1,9 +1,10 @@
 """batprotocol, Batsim 5's protocol: FlatBuffers messages (schema/batprotocol.fbs).
 
-The message classes come from ``batprotocol_fb.py``, generated from the schema by
-Debian's ``flatc`` (scripts/gen-batprotocol.sh); the per-job events take the hot path
-of ``batprotocol_fast.py``. This module translates between them and the
-events of :mod:`..events`:
+Every message is read and written from the schema (``batprotocol_schema.py``): this
+module translates between the events of :mod:`..events` and the schema's tables in
+FlatBuffers' JSON form (a dict per table, keyed by the schema's field names). The
+per-job events in their usual form take the hot path of ``batprotocol_fast.py``, laid
+out from the same schema; whatever it does not take is written and read here.
 
 ============================  =======================================================
 batprotocol                   event (``data``)
@@ -35,9 +36,10 @@ batprotocol lacks (a profile's ``ret``, a job's own fields) travel as JSON in it
 ``extra_data``, which Batsim 5 ignores. The other events (probes, storage, external
 events, power states) are refused by name: nothing here models them.
 
-Python's FlatBuffers runtime has no verifier: decoding reads every field inside a
-guard and refuses a buffer whose offsets leave it, whose required fields are missing,
-whose strings are not UTF-8 or whose union types are unknown, naming the field.
+Python's FlatBuffers runtime has no verifier: decoding reads every field through the
+schema's bounds-checked reader and refuses a buffer whose offsets leave it, whose
+required fields are missing, whose strings are not UTF-8 or whose union types are
+unknown, naming the field.
 """
 
 from __future__ import annotations
@@ -47,30 +49,26 @@ import math
 import struct
 from typing import Any, Callable, Optional
 
-import flatbuffers
-from flatbuffers.table import Table
-
 from ..errors import ProtocolError
-from ..events import Event, Message
+from ..events import FINAL_JOB_STATES, Event, Message
 from . import batprotocol_fast as fast
-from . import batprotocol_fb
-from . import batprotocol_wire as wire
+from .batprotocol_schema import Corrupt, from_json, load_schema, read_message, read_table
 
 __all__ = ["Codec", "BATPROTOCOL_VERSION"]
-
-fb: Any = batprotocol_fb  # generated, untyped: typed here by use
 
 #: what hpcjobs says it speaks (the schema's example of a released version)
 BATPROTOCOL_VERSION = "0.1.0"
 
-_FINAL_STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_FAILED", "COMPLETED_WALLTIME_REACHED",
-                 "COMPLETED_KILLED", "REJECTED")
+_SCHEMA = load_schema()
+_EVENT_MEMBERS = _SCHEMA.unions["Event"]
 _HOST_STATES = ("sleeping", "idle", "computing", "switching_on", "switching_off")
-_EVENT_NAMES = {v: k for k, v in vars(fb.Event).items() if isinstance(v, int)}
 _FEATURES = ("dynamic_registration", "profile_reuse", "acknowledge_dynamic_jobs",
              "forward_profiles_on_job_submission", "forward_profiles_on_jobs_killed",
              "forward_profiles_on_simulation_begins")
 _JOB_KEYS = ("id", "subtime", "res", "profile", "walltime")
+_SECOND, _MILLISECOND = 0, 1  # TimeUnit
+#: a table in FlatBuffers' JSON form (batprotocol_schema)
+Table = dict[str, Any]
 
 
 class Codec:
@@ -81,59 +79,52 @@ class Codec:
     hello = True
 
     def encode(self, message: Message) -> bytes:
-        # the per-job events: one struct each (batprotocol_fast); the rest: generated code
+        # the per-job events: one struct each (batprotocol_fast); the rest: the schema
         raw = fast.encode(message.now, message.events)
-        return self.encode_generated(message) if raw is None else raw
+        return self.encode_by_schema(message) if raw is None else raw
 
-    def encode_generated(self, message: Message) -> bytes:
-        """``encode`` through the generated classes only."""
-        out = fb.MessageT()
-        out.now = message.now
-        out.events = []
+    def encode_by_schema(self, message: Message) -> bytes:
+        """``encode`` through the schema's writer only."""
+        events = []
         for index, event in enumerate(message.events):
             kind = event["type"]
             encoder = _ENCODERS.get(kind)
             if encoder is None:
                 raise ProtocolError(f"batprotocol has no event {kind}", f"events[{index}].type")
-            item = fb.EventAndTimestampT()
-            item.timestamp = event["timestamp"]
             try:
-                item.eventType, item.event = encoder(event["data"])
-            except (KeyError, TypeError, ValueError) as e:
+                member, table = encoder(event["data"])
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
                 raise ProtocolError(f"cannot encode {kind}: {e!r}", f"events[{index}].data") from None
-            out.events.append(item)
-        builder = flatbuffers.Builder(256)
+            events.append({"timestamp": event["timestamp"], "event_type": member, "event": table})
         try:
-            builder.Finish(out.Pack(builder))
-        except _UNPACKABLE as e:  # a value the field's type cannot hold: find whose
-            for index, item in enumerate(out.events):
-                try:
-                    item.Pack(flatbuffers.Builder(64))
-                except _UNPACKABLE:
-                    raise ProtocolError(f"cannot encode {message.events[index]['type']}: {e}",
-                                        f"events[{index}]") from None
-            raise ProtocolError(f"cannot encode the message: {e}", "now") from None
-        return bytes(builder.Output())
+            return from_json(_SCHEMA, {"now": message.now, "events": events})
+        except ProtocolError as e:  # a value the field's type cannot hold: say whose
+            where = e.field or "now"
+            if where.startswith("events["):
+                index = int(where[7:where.index("]")])
+                raise ProtocolError(f"cannot encode {message.events[index]['type']}: {e.reason}",
+                                    f"events[{index}]") from None
+            raise ProtocolError(f"cannot encode the message: {e.reason}", where) from None
 
     def decode(self, raw: bytes) -> Message:
         usual = fast.decode(raw)  # the per-job events in their usual form
         return self.decode_carefully(raw) if usual is None else Message(*usual)
 
     def decode_carefully(self, raw: bytes) -> Message:
-        """``decode`` field by field, naming the field of what it refuses."""
+        """``decode`` field by field through the schema, naming the field of what it refuses."""
         if len(raw) < 8:
             raise ProtocolError(f"a FlatBuffer of {len(raw)} bytes is too short", "message")
         field = "message"
         try:
-            now, items, reader = wire.read_message(raw)
+            now, items, reader = read_message(raw)
             if not math.isfinite(now):
                 raise ProtocolError(f"'now' ({now}) is not finite", "now")
             events: list[Event] = []
             for index, (kind, stamp, pos) in enumerate(items):
                 field = f"events[{index}]"
-                member = _EVENT_NAMES.get(kind)
-                if member is None or member == "NONE":
+                if not 0 < kind <= len(_EVENT_MEMBERS):
                     raise ProtocolError(f"unknown event type {kind} (not in the schema's Event union)", field)
+                member = _EVENT_MEMBERS[kind - 1]
                 decoder = _DECODERS.get(member)
                 if decoder is None:
                     raise ProtocolError(f"{member} is not modelled by hpcjobs (probes, storage, external "
@@ -141,14 +132,7 @@ class Codec:
                 field = f"{field} ({member})"
                 if not math.isfinite(stamp):
                     raise ProtocolError(f"timestamp {stamp} is not finite", f"{field}.timestamp")
-                decoded = wire.decode_event(reader, kind, pos)
-                if kind == fb.Event.SimulationBeginsEvent:
-                    view = _BeginsWithoutHosts()
-                    view.Init(raw, pos)
-                    decoded = _dec_begins(fb.SimulationBeginsEventT.InitFromObj(view), wire.read_hosts(reader, pos))
-                elif decoded is None:  # a rarer event or variant: the generated code reads it
-                    decoded = decoder(fb.EventCreator(kind, Table(raw, pos)))
-                kind_name, data = decoded
+                kind_name, data = decoder(read_table(_SCHEMA, reader, member, pos, field))
                 if kind_name == "REGISTER_JOB":
                     data["job"]["subtime"] = stamp  # batprotocol's job has no submission time
                 events.append({"timestamp": stamp, "type": kind_name, "data": data})
@@ -156,61 +140,32 @@ class Codec:
             if e.field is not None and not e.field.startswith(("events", "now", "message")):
                 e.field = f"{field}.{e.field}"  # located inside the event being read
             raise
-        except wire.Corrupt as e:
+        except Corrupt as e:
             where = e.args[0]
             where = where if where.startswith(("events", "now", "root", "message")) else f"{field}.{where}"
             raise ProtocolError("the FlatBuffer fails verification: an offset leaves the buffer",
                                 where) from None
-        except _Missing as e:
-            raise ProtocolError(f"the required field {e.args[0]!r} is missing", f"{field}.{e.args[0]}") from None
         except UnicodeDecodeError as e:
             raise ProtocolError(f"a string is not UTF-8 at byte {e.start}", field) from None
-        except (struct.error, IndexError, TypeError, ValueError, AttributeError, OverflowError) as e:
+        except (struct.error, IndexError, TypeError, ValueError, OverflowError) as e:
             raise ProtocolError(f"the FlatBuffer fails verification: {e}", field) from None
         return Message(now, events)
 
 
-#: what the runtime raises for a value its field's type cannot hold (a negative uint32)
-_UNPACKABLE = (TypeError, ValueError, OverflowError, struct.error)
-
-
-class _Missing(Exception):
-    """A required field is absent (the schema's ``(required)``)."""
-
-
 # -- helpers -------------------------------------------------------------------------
-def _s(value: Optional[bytes], name: str) -> str:
-    """A required string field."""
-    if value is None:
-        raise _Missing(name)
-    return value.decode("utf-8")
-
-
-def _req(value: Any, name: str) -> Any:
-    if value is None:
-        raise _Missing(name)
-    return value
-
-
-def _numbers(vector: Any, kind: Callable[[Any], Any]) -> list[Any]:
-    """A vector of scalars of the object API as a list of ``kind`` (int or float): the
-    object API answers a list, or a numpy array where numpy is installed (the runtime
-    then imports it), whose truth value is an error."""
-    return [] if vector is None else [kind(x) for x in vector]
-
-
-def _extra(data: dict[str, Any], known: tuple[str, ...]) -> Optional[str]:
+def _extra(data: dict[str, Any], known: tuple[str, ...]) -> dict[str, str]:
+    """``{"extra_data": ...}``: the fields batprotocol lacks, as JSON (none: ``{}``)."""
     rest = {k: v for k, v in data.items() if k not in known}
-    return json.dumps(rest, separators=(",", ":")) if rest else None
+    return {"extra_data": json.dumps(rest, separators=(",", ":"))} if rest else {}
 
 
-def _unextra(value: Optional[bytes]) -> dict[str, Any]:
+def _unextra(value: Optional[str]) -> dict[str, Any]:
     if not value:
         return {}
     try:
         extra = json.loads(value)
     except ValueError:
-        return {"extra_data": value.decode("utf-8")}
+        return {"extra_data": value}
     return extra if isinstance(extra, dict) else {"extra_data": extra}
 
 
@@ -218,348 +173,245 @@ def _in_unit(*times: float) -> tuple[list[int], int]:
     """Times as batprotocol's uint64s in one TimeUnit: whole seconds when exact, else
     milliseconds rounded up (a call comes no earlier than asked)."""
     if all(t == int(t) for t in times):
-        return [int(t) for t in times], fb.TimeUnit.Second
-    return [math.ceil(t * 1000 - 1e-6) for t in times], fb.TimeUnit.Millisecond
+        return [int(t) for t in times], _SECOND
+    return [math.ceil(t * 1000 - 1e-6) for t in times], _MILLISECOND
 
 
-def _from_unit(value: int, unit: int) -> float:
-    return value / 1000 if unit == fb.TimeUnit.Millisecond else float(value)
+def _from_unit(value: int, unit: Any) -> float:
+    return value / 1000 if unit == "Millisecond" else float(value)
 
 
 # -- profiles ------------------------------------------------------------------------
-def _profile(name: str, raw: dict[str, Any]) -> Any:
-    out = fb.ProfileAndIdT()
-    out.id = name
+def _profile(name: str, raw: dict[str, Any]) -> dict[str, Any]:
     kind = raw.get("type")
     known: tuple[str, ...]
+    table: Table
     if kind == "delay":
-        p: Any = fb.DelayProfileT()
-        p.delay = float(raw["delay"])
-        out.profileType, known = fb.Profile.DelayProfile, ("type", "delay")
+        member, table, known = "DelayProfile", {"delay": float(raw["delay"])}, ("type", "delay")
     elif kind == "parallel":
-        p = fb.ParallelTaskProfileT()
-        p.computationVector = [float(x) for x in raw.get("cpu", [])]
-        p.communicationMatrix = [float(x) for x in raw.get("com", [])]
-        out.profileType, known = fb.Profile.ParallelTaskProfile, ("type", "cpu", "com")
+        member, known = "ParallelTaskProfile", ("type", "cpu", "com")
+        table = {"computation_vector": [float(x) for x in raw.get("cpu", [])],
+                 "communication_matrix": [float(x) for x in raw.get("com", [])]}
     elif kind in ("parallel_homogeneous", "parallel_homogeneous_total"):
-        p = fb.ParallelTaskHomogeneousProfileT()
-        p.computationAmount = float(raw.get("cpu", 0))
-        p.communicationAmount = float(raw.get("com", 0))
-        strategy = fb.HomogeneousParallelTaskGenerationStrategy
-        p.generationStrategy = (strategy.DefinedAmountsUsedForEachValue if kind == "parallel_homogeneous"
-                                else strategy.DefinedAmountsSpreadUniformly)
-        out.profileType, known = fb.Profile.ParallelTaskHomogeneousProfile, ("type", "cpu", "com")
+        member, known = "ParallelTaskHomogeneousProfile", ("type", "cpu", "com")
+        table = {"computation_amount": float(raw.get("cpu", 0)), "communication_amount": float(raw.get("com", 0)),
+                 "generation_strategy": "DefinedAmountsUsedForEachValue" if kind == "parallel_homogeneous"
+                 else "DefinedAmountsSpreadUniformly"}
     elif kind == "composed":
-        p = fb.SequentialCompositionProfileT()
-        p.profileIds = list(raw["seq"])
-        p.repetitionCount = int(raw.get("repeat", 1))
-        out.profileType, known = fb.Profile.SequentialCompositionProfile, ("type", "seq", "repeat")
+        member, known = "SequentialCompositionProfile", ("type", "seq", "repeat")
+        table = {"profile_ids": list(raw["seq"]), "repetition_count": int(raw.get("repeat", 1))}
     else:
         raise ValueError(f"profile {name!r}: batprotocol has no profile type {kind!r}")
-    out.profile = p
-    out.extraData = _extra(raw, known)
-    return out
+    return {"id": name, "profile_type": member, "profile": table, **_extra(raw, known)}
 
 
-def _unprofile(obj: Any) -> tuple[str, dict[str, Any]]:
-    name = _s(obj.id, "profile.id")
-    p = _req(obj.profile, "profile.profile")
-    kind = obj.profileType
+def _unprofile(p: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    name, kind, table = p["id"], p["profile_type"], p["profile"]
     raw: dict[str, Any]
-    if kind == fb.Profile.DelayProfile:
-        raw = {"type": "delay", "delay": p.delay}
-    elif kind == fb.Profile.ParallelTaskProfile:
-        raw = {"type": "parallel", "cpu": _numbers(p.computationVector, float),
-               "com": _numbers(p.communicationMatrix, float)}
-    elif kind == fb.Profile.ParallelTaskHomogeneousProfile:
-        total = p.generationStrategy == fb.HomogeneousParallelTaskGenerationStrategy.DefinedAmountsSpreadUniformly
+    if kind == "DelayProfile":
+        raw = {"type": "delay", "delay": table["delay"]}
+    elif kind == "ParallelTaskProfile":
+        raw = {"type": "parallel", "cpu": table.get("computation_vector", []),
+               "com": table.get("communication_matrix", [])}
+    elif kind == "ParallelTaskHomogeneousProfile":
+        total = table["generation_strategy"] == "DefinedAmountsSpreadUniformly"
         raw = {"type": "parallel_homogeneous_total" if total else "parallel_homogeneous",
-               "cpu": p.computationAmount, "com": p.communicationAmount}
-    elif kind == fb.Profile.SequentialCompositionProfile:
-        raw = {"type": "composed", "repeat": p.repetitionCount,
-               "seq": [s.decode("utf-8") for s in _req(p.profileIds, "profile_ids")]}
+               "cpu": table["computation_amount"], "com": table["communication_amount"]}
+    elif kind == "SequentialCompositionProfile":
+        raw = {"type": "composed", "repeat": table["repetition_count"], "seq": table["profile_ids"]}
     else:
-        member = {v: k for k, v in vars(fb.Profile).items() if isinstance(v, int)}.get(kind, kind)
-        raise ProtocolError(f"profile {name!r}: {member} is not modelled by hpcjobs", "profile")
-    raw.update(_unextra(obj.extraData))
+        raise ProtocolError(f"profile {name!r}: {kind} is not modelled by hpcjobs", "profile")
+    raw.update(_unextra(p.get("extra_data")))
     return name, raw
 
 
 # -- jobs ----------------------------------------------------------------------------
-def _job(raw: dict[str, Any]) -> Any:
-    job = fb.JobT()
-    job.resourceRequest = int(raw["res"])
+def _job(raw: dict[str, Any]) -> dict[str, Any]:
     walltime = raw.get("walltime", -1)
-    job.walltime = None if walltime == -1 else float(walltime)
-    job.profileId = raw["profile"]
-    job.extraData = _extra(raw, _JOB_KEYS)
-    return job
+    return {"resource_request": int(raw["res"]), "walltime": None if walltime == -1 else float(walltime),
+            "profile_id": raw["profile"], **_extra(raw, _JOB_KEYS)}
 
 
-def _unjob(obj: Any, job_id: str, subtime: float) -> dict[str, Any]:
-    job = _req(obj, "job")
-    raw = {"id": job_id, "subtime": subtime, "res": job.resourceRequest,
-           "profile": _s(job.profileId, "job.profile_id"),
-           "walltime": -1 if job.walltime is None else job.walltime}
-    raw.update(_unextra(job.extraData))
+def _unjob(job: dict[str, Any], job_id: str, subtime: float) -> dict[str, Any]:
+    raw = {"id": job_id, "subtime": subtime, "res": job["resource_request"], "profile": job["profile_id"],
+           "walltime": -1 if job["walltime"] is None else job["walltime"]}
+    raw.update(_unextra(job.get("extra_data")))
     return raw
 
 
-# -- encoders: event data -> (union type, table object) ------------------------------
-def _enc_hello(d: dict[str, Any]) -> tuple[int, Any]:
-    e = fb.EDCHelloEventT()
-    e.batprotocolVersion = d.get("batprotocol_version", BATPROTOCOL_VERSION)
-    e.decisionComponentName = d["decision_component_name"]
-    e.decisionComponentVersion = d["decision_component_version"]
-    e.decisionComponentCommit = d.get("decision_component_commit")
-    features = fb.EDCRequestedSimulationFeaturesT()
-    asked = d.get("requested_simulation_features", {})
-    for key in _FEATURES:
-        head, *rest = key.split("_")
-        setattr(features, head + "".join(w.title() for w in rest), bool(asked.get(key, False)))
-    e.requestedSimulationFeatures = features
-    return fb.Event.EDCHelloEvent, e
-
-
-def _enc_begins(d: dict[str, Any]) -> tuple[int, Any]:
-    e = fb.SimulationBeginsEventT()
-    e.batprotocolVersion = BATPROTOCOL_VERSION
-    e.batsimVersion = d.get("batsim_version", "hpcjobs.sim")
-    e.hostNumber = d["nb_resources"]
-    e.computationHostNumber = d["nb_compute_resources"]
-    e.storageHostNumber = 0
-    hosts = []
-    for r in d["compute_resources"]:
-        h = fb.HostT()
-        h.id, h.name = r["id"], r["name"]
-        h.state = _HOST_STATES.index(r.get("state", "idle"))
-        h.properties = [_property(k, v) for k, v in r.get("properties", {}).items()]
-        h.zoneProperties = [_property(k, v) for k, v in r.get("zone_properties", {}).items()]
-        h.coreCount = r.get("core_count", 1)
-        h.computationSpeed = list(r.get("computation_speed", []))
-        hosts.append(h)
-    e.computationHosts, e.storageHosts = hosts, []
-    e.batsimArguments = list(d.get("batsim_arguments", []))
-    e.batsimExecutionContextJson = json.dumps(d.get("config", {}), separators=(",", ":"))
-    e.workloads = []
-    for name, path in d.get("workloads", {}).items():
-        w = fb.WorkloadAndFilenameT()
-        w.name, w.filename = name, path
-        e.workloads.append(w)
-    e.externalEventLists = []
-    if "profiles" in d:
-        e.profiles = [_profile(f"{wl}!{name}", raw) for wl, profiles in d["profiles"].items()
-                      for name, raw in profiles.items()]
-    return fb.Event.SimulationBeginsEvent, e
-
-
-def _property(key: str, value: Any) -> Any:
-    p = fb.HostPropertyT()
-    p.key, p.value = key, str(value)
-    return p
-
-
-def _enc_submitted(d: dict[str, Any]) -> tuple[int, Any]:
-    e = fb.JobSubmittedEventT()
-    e.jobId = d["job_id"]
-    e.job = _job(d["job"])
-    e.submissionTime = float(d["job"].get("subtime", 0.0))
-    if "profile" in d:
-        e.profile = _profile(d["job"]["profile"], d["profile"])
-    return fb.Event.JobSubmittedEvent, e
-
-
-def _enc_completed(d: dict[str, Any]) -> tuple[int, Any]:
-    e = fb.JobCompletedEventT()
-    e.jobId = d["job_id"]
-    e.state = _FINAL_STATES.index(d["job_state"])
-    e.returnCode = int(d["return_code"])
-    return fb.Event.JobCompletedEvent, e
-
-
-def _progress(p: dict[str, Any]) -> Any:
-    wrapper = fb.KillProgressWrapperT()
+def _progress(p: dict[str, Any]) -> dict[str, Any]:
     if "current_task" in p:
-        s = fb.KillProgressSequentialProfileT()
-        s.profileId = p["profile"]
-        s.currentRepetition = int(p.get("current_repetition", 0))
-        s.currentTaskIndex = int(p["current_task_index"])
-        s.currentTaskProgress = _progress(p["current_task"])
-        wrapper.killProgressType, wrapper.killProgress = fb.KillProgress.KillProgressSequentialProfile, s
-    else:
-        a = fb.KillProgressAtomicProfileT()
-        a.profileId, a.progress = p["profile"], float(p["progress"])
-        wrapper.killProgressType, wrapper.killProgress = fb.KillProgress.KillProgressAtomicProfile, a
-    return wrapper
+        return {"kill_progress_type": "KillProgressSequentialProfile", "kill_progress": {
+            "profile_id": p["profile"], "current_repetition": int(p.get("current_repetition", 0)),
+            "current_task_index": int(p["current_task_index"]),
+            "current_task_progress": _progress(p["current_task"])}}
+    return {"kill_progress_type": "KillProgressAtomicProfile",
+            "kill_progress": {"profile_id": p["profile"], "progress": float(p["progress"])}}
 
 
-def _unprogress(w: Any) -> dict[str, Any]:
-    p = _req(_req(w, "wrapper").killProgress, "kill_progress")
-    if w.killProgressType == fb.KillProgress.KillProgressAtomicProfile:
-        return {"profile": _s(p.profileId, "profile_id"), "progress": p.progress}
-    if w.killProgressType == fb.KillProgress.KillProgressSequentialProfile:
-        return {"profile": _s(p.profileId, "profile_id"), "current_repetition": p.currentRepetition,
-                "current_task_index": p.currentTaskIndex,
-                "current_task": _unprogress(p.currentTaskProgress)}
+def _unprogress(w: dict[str, Any]) -> dict[str, Any]:
+    kind, p = w["kill_progress_type"], w["kill_progress"]
+    if kind == "KillProgressAtomicProfile":
+        return {"profile": p["profile_id"], "progress": p["progress"]}
+    if kind == "KillProgressSequentialProfile":
+        return {"profile": p["profile_id"], "current_repetition": p["current_repetition"],
+                "current_task_index": p["current_task_index"],
+                "current_task": _unprogress(p["current_task_progress"])}
     raise ProtocolError("fork-join kill progress is not modelled by hpcjobs", "kill_progress")
 
 
-def _enc_killed(d: dict[str, Any]) -> tuple[int, Any]:
-    e = fb.JobsKilledEventT()
-    e.jobIds = list(d["job_ids"])
-    e.progresses = []
-    for job_id, progress in d.get("job_progress", {}).items():
-        jp = fb.JobAndProgressT()
-        jp.jobId, jp.wrapper = job_id, _progress(progress)
-        e.progresses.append(jp)
-    return fb.Event.JobsKilledEvent, e
+# -- encoders: event data -> (Event union member, table) -----------------------------
+def _enc_hello(d: dict[str, Any]) -> tuple[str, Table]:
+    asked = d.get("requested_simulation_features", {})
+    e = {"batprotocol_version": d.get("batprotocol_version", BATPROTOCOL_VERSION),
+         "decision_component_name": d["decision_component_name"],
+         "decision_component_version": d["decision_component_version"],
+         "requested_simulation_features": {key: bool(asked.get(key, False)) for key in _FEATURES}}
+    if d.get("decision_component_commit") is not None:
+        e["decision_component_commit"] = d["decision_component_commit"]
+    return "EDCHelloEvent", e
 
 
-def _enc_requested(d: dict[str, Any]) -> tuple[int, Any]:
-    e = fb.RequestedCallEventT()
-    e.callMeLaterId = d.get("id", "")
-    e.lastPeriodicCall = bool(d.get("last_periodic_call", False))
-    return fb.Event.RequestedCallEvent, e
+def _enc_begins(d: dict[str, Any]) -> tuple[str, Table]:
+    hosts = [{"id": r["id"], "name": r["name"], "state": _HOST_STATES.index(r.get("state", "idle")),
+              "properties": [{"key": k, "value": str(v)} for k, v in r.get("properties", {}).items()],
+              "zone_properties": [{"key": k, "value": str(v)} for k, v in r.get("zone_properties", {}).items()],
+              "core_count": r.get("core_count", 1), "computation_speed": list(r.get("computation_speed", []))}
+             for r in d["compute_resources"]]
+    e = {"batprotocol_version": BATPROTOCOL_VERSION, "batsim_version": d.get("batsim_version", "hpcjobs.sim"),
+         "host_number": d["nb_resources"], "computation_host_number": d["nb_compute_resources"],
+         "computation_hosts": hosts, "storage_host_number": 0, "storage_hosts": [],
+         "batsim_arguments": list(d.get("batsim_arguments", [])),
+         "batsim_execution_context_json": json.dumps(d.get("config", {}), separators=(",", ":")),
+         "workloads": [{"name": name, "filename": path} for name, path in d.get("workloads", {}).items()],
+         "external_event_lists": []}
+    if "profiles" in d:
+        e["profiles"] = [_profile(f"{wl}!{name}", raw) for wl, profiles in d["profiles"].items()
+                         for name, raw in profiles.items()]
+    return "SimulationBeginsEvent", e
 
 
-def _enc_notify(d: dict[str, Any]) -> tuple[int, Any]:
+def _enc_submitted(d: dict[str, Any]) -> tuple[str, Table]:
+    e = {"job_id": d["job_id"], "job": _job(d["job"]), "submission_time": float(d["job"].get("subtime", 0.0))}
+    if "profile" in d:
+        e["profile"] = _profile(d["job"]["profile"], d["profile"])
+    return "JobSubmittedEvent", e
+
+
+def _enc_completed(d: dict[str, Any]) -> tuple[str, Table]:
+    return "JobCompletedEvent", {"job_id": d["job_id"], "state": FINAL_JOB_STATES.index(d["job_state"]),
+                                 "return_code": int(d["return_code"])}
+
+
+def _enc_killed(d: dict[str, Any]) -> tuple[str, Table]:
+    return "JobsKilledEvent", {"job_ids": list(d["job_ids"]), "progresses": [
+        {"job_id": job_id, "wrapper": _progress(progress)} for job_id, progress in d.get("job_progress", {}).items()]}
+
+
+def _enc_requested(d: dict[str, Any]) -> tuple[str, Table]:
+    return "RequestedCallEvent", {"call_me_later_id": d.get("id", ""),
+                                  "last_periodic_call": bool(d.get("last_periodic_call", False))}
+
+
+def _enc_notify(d: dict[str, Any]) -> tuple[str, Table]:
     kind = d["type"]
     if kind == "registration_finished":
-        return fb.Event.FinishRegistrationEvent, fb.FinishRegistrationEventT()
+        return "FinishRegistrationEvent", {}
     if kind == "no_more_static_job_to_submit":
-        return fb.Event.AllStaticJobsHaveBeenSubmittedEvent, fb.AllStaticJobsHaveBeenSubmittedEventT()
+        return "AllStaticJobsHaveBeenSubmittedEvent", {}
     raise ValueError(f"batprotocol has no NOTIFY {kind!r}")
 
 
-def _enc_execute(d: dict[str, Any]) -> tuple[int, Any]:
-    e = fb.ExecuteJobEventT()
-    e.jobId = d["job_id"]
-    alloc = fb.AllocationPlacementT()
-    alloc.hostAllocation = d["alloc"]
+def _enc_execute(d: dict[str, Any]) -> tuple[str, Table]:
     mapping = d.get("mapping")
     if mapping:
-        custom = fb.CustomExecutorToHostMappingT()
-        custom.mapping = [int(mapping[str(rank)]) for rank in range(len(mapping))]
-        alloc.executorPlacementType, alloc.executorPlacement = fb.ExecutorPlacement.CustomExecutorToHostMapping, custom
+        placement = {"executor_placement_type": "CustomExecutorToHostMapping",
+                     "executor_placement": {"mapping": [int(mapping[str(rank)]) for rank in range(len(mapping))]}}
     else:
-        alloc.executorPlacementType = fb.ExecutorPlacement.PredefinedExecutorPlacementStrategyWrapper
-        alloc.executorPlacement = fb.PredefinedExecutorPlacementStrategyWrapperT()
-    e.allocation = alloc
-    return fb.Event.ExecuteJobEvent, e
+        placement = {"executor_placement_type": "PredefinedExecutorPlacementStrategyWrapper",
+                     "executor_placement": {}}
+    return "ExecuteJobEvent", {"job_id": d["job_id"], "allocation": {"host_allocation": d["alloc"], **placement}}
 
 
-def _enc_kill(d: dict[str, Any]) -> tuple[int, Any]:
-    e = fb.KillJobsEventT()
-    e.jobIds = list(d["job_ids"])
-    return fb.Event.KillJobsEvent, e
+def _enc_kill(d: dict[str, Any]) -> tuple[str, Table]:
+    return "KillJobsEvent", {"job_ids": list(d["job_ids"])}
 
 
-def _enc_reject(d: dict[str, Any]) -> tuple[int, Any]:
-    e = fb.RejectJobEventT()
-    e.jobId = d["job_id"]
-    return fb.Event.RejectJobEvent, e
+def _enc_reject(d: dict[str, Any]) -> tuple[str, Table]:
+    return "RejectJobEvent", {"job_id": d["job_id"]}
 
 
-def _enc_call(d: dict[str, Any]) -> tuple[int, Any]:
-    e = fb.CallMeLaterEventT()
-    e.callMeLaterId = d.get("id", "")
+def _enc_call(d: dict[str, Any]) -> tuple[str, Table]:
+    when: Table
     if "period" in d:
-        t: Any = fb.PeriodicT()
-        (t.period, t.offset), t.timeUnit = _in_unit(float(d["period"]), float(d.get("offset", 0)))
-        if d.get("count") is None:
-            t.modeType, t.mode = fb.PeriodicMode.Infinite, fb.InfiniteT()
-        else:
-            t.modeType, t.mode = fb.PeriodicMode.FinitePeriodNumber, fb.FinitePeriodNumberT()
-            t.mode.nbPeriods = int(d["count"])
-        e.whenType = fb.TemporalTrigger.Periodic
+        (period, offset), unit = _in_unit(float(d["period"]), float(d.get("offset", 0)))
+        when = {"period": period, "offset": offset, "time_unit": unit, "mode_type": "Infinite", "mode": {}}
+        if d.get("count") is not None:
+            when.update(mode_type="FinitePeriodNumber", mode={"nb_periods": int(d["count"])})
+        kind = "Periodic"
     else:
-        t = fb.OneShotT()
-        (t.time,), t.timeUnit = _in_unit(float(d["timestamp"]))
-        e.whenType = fb.TemporalTrigger.OneShot
-    e.when = t
-    return fb.Event.CallMeLaterEvent, e
+        (time,), unit = _in_unit(float(d["timestamp"]))
+        when, kind = {"time": time, "time_unit": unit}, "OneShot"
+    return "CallMeLaterEvent", {"call_me_later_id": d.get("id", ""), "when_type": kind, "when": when}
 
 
-def _enc_stop_call(d: dict[str, Any]) -> tuple[int, Any]:
-    e = fb.StopCallMeLaterEventT()
-    e.callMeLaterId = d["id"]
-    return fb.Event.StopCallMeLaterEvent, e
+def _enc_stop_call(d: dict[str, Any]) -> tuple[str, Table]:
+    return "StopCallMeLaterEvent", {"call_me_later_id": d["id"]}
 
 
-def _enc_register_job(d: dict[str, Any]) -> tuple[int, Any]:
-    e = fb.RegisterJobEventT()
-    e.jobId = d["job_id"]
-    e.job = _job(d["job"])
-    return fb.Event.RegisterJobEvent, e
+def _enc_register_job(d: dict[str, Any]) -> tuple[str, Table]:
+    return "RegisterJobEvent", {"job_id": d["job_id"], "job": _job(d["job"])}
 
 
-def _enc_register_profile(d: dict[str, Any]) -> tuple[int, Any]:
-    e = fb.RegisterProfileEventT()
-    e.profile = _profile(f"{d['workload_name']}!{d['profile_name']}", d["profile"])
-    return fb.Event.RegisterProfileEvent, e
+def _enc_register_profile(d: dict[str, Any]) -> tuple[str, Table]:
+    return "RegisterProfileEvent", {"profile": _profile(f"{d['workload_name']}!{d['profile_name']}", d["profile"])}
 
 
-def _enc_ends(d: dict[str, Any]) -> tuple[int, Any]:
-    return fb.Event.SimulationEndsEvent, fb.SimulationEndsEventT()
-
-
-def _enc_error(d: dict[str, Any]) -> tuple[int, Any]:
-    e = fb.SimulationErrorEventT()
-    e.error = d["error"]
-    return fb.Event.SimulationErrorEvent, e
-
-
-_ENCODERS: dict[str, Callable[[dict[str, Any]], tuple[int, Any]]] = {
+_ENCODERS: dict[str, Callable[[dict[str, Any]], tuple[str, Table]]] = {
     "EDC_HELLO": _enc_hello, "SIMULATION_BEGINS": _enc_begins, "JOB_SUBMITTED": _enc_submitted,
     "JOB_COMPLETED": _enc_completed, "JOB_KILLED": _enc_killed, "REQUESTED_CALL": _enc_requested,
     "NOTIFY": _enc_notify, "EXECUTE_JOB": _enc_execute, "KILL_JOB": _enc_kill,
     "REJECT_JOB": _enc_reject, "CALL_ME_LATER": _enc_call, "STOP_CALL_ME_LATER": _enc_stop_call,
     "REGISTER_JOB": _enc_register_job, "REGISTER_PROFILE": _enc_register_profile,
-    "SIMULATION_ENDS": _enc_ends, "SIMULATION_ERROR": _enc_error,
+    "SIMULATION_ENDS": lambda d: ("SimulationEndsEvent", {}),
+    "SIMULATION_ERROR": lambda d: ("SimulationErrorEvent", {"error": d["error"]}),
 }
 
 
-# -- decoders: table object -> (event type, data) ------------------------------------
-def _dec_hello(e: Any) -> tuple[str, dict[str, Any]]:
-    features = _req(e.requestedSimulationFeatures, "requested_simulation_features")
-    asked = {}
-    for key in _FEATURES:
-        head, *rest = key.split("_")
-        asked[key] = bool(getattr(features, head + "".join(w.title() for w in rest)))
-    data = {"batprotocol_version": _s(e.batprotocolVersion, "batprotocol_version"),
-            "decision_component_name": _s(e.decisionComponentName, "decision_component_name"),
-            "decision_component_version": _s(e.decisionComponentVersion, "decision_component_version"),
-            "requested_simulation_features": asked}
-    if e.decisionComponentCommit is not None:
-        data["decision_component_commit"] = e.decisionComponentCommit.decode("utf-8")
+# -- decoders: table (JSON form) -> (event type, data) --------------------------------
+def _dec_hello(e: Table) -> tuple[str, dict[str, Any]]:
+    features = e["requested_simulation_features"]
+    data = {"batprotocol_version": e["batprotocol_version"],
+            "decision_component_name": e["decision_component_name"],
+            "decision_component_version": e["decision_component_version"],
+            "requested_simulation_features": {key: bool(features[key]) for key in _FEATURES}}
+    if "decision_component_commit" in e:
+        data["decision_component_commit"] = e["decision_component_commit"]
     return "EDC_HELLO", data
 
 
-class _BeginsWithoutHosts(fb.SimulationBeginsEvent):  # type: ignore[misc]
-    """The generated reader of SimulationBeginsEvent, told that it has no hosts: the
-    object API then reads the rest, and ``wire.read_hosts`` the hosts, several times
-    faster (their count is the platform's)."""
+def _host(h: Table) -> dict[str, Any]:
+    state = h["state"]
+    return {"id": h["id"], "name": h["name"], "state": state.lower() if isinstance(state, str) else "idle",
+            "properties": {p["key"]: p["value"] for p in h.get("properties", [])},
+            "zone_properties": {p["key"]: p["value"] for p in h.get("zone_properties", [])},
+            "core_count": h["core_count"], "computation_speed": h["computation_speed"]}
 
-    def ComputationHostsIsNone(self) -> bool:  # noqa: N802 (the generated name)
-        return True
 
-
-def _dec_begins(e: Any, compute: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+def _dec_begins(e: Table) -> tuple[str, dict[str, Any]]:
     try:
-        config = json.loads(_s(e.batsimExecutionContextJson, "batsim_execution_context_json"))
+        config = json.loads(e["batsim_execution_context_json"])
     except ValueError:
         raise ProtocolError("is not JSON", "batsim_execution_context_json") from None
     data: dict[str, Any] = {
-        "nb_resources": e.hostNumber, "nb_compute_resources": e.computationHostNumber,
-        "nb_storage_resources": e.storageHostNumber, "compute_resources": compute,
-        "storage_resources": [], "config": config,
-        "batsim_version": _s(e.batsimVersion, "batsim_version"),
-        "batsim_arguments": [a.decode("utf-8") for a in _req(e.batsimArguments, "batsim_arguments")],
-        "workloads": {_s(w.name, "name"): _s(w.filename, "filename")
-                      for w in _req(e.workloads, "workloads")}}
-    if e.profiles is not None:
+        "nb_resources": e["host_number"], "nb_compute_resources": e["computation_host_number"],
+        "nb_storage_resources": e["storage_host_number"], "compute_resources": list(map(_host, e["computation_hosts"])),
+        "storage_resources": [], "config": config, "batsim_version": e["batsim_version"],
+        "batsim_arguments": e["batsim_arguments"],
+        "workloads": {w["name"]: w["filename"] for w in e["workloads"]}}
+    if "profiles" in e:
         profiles: dict[str, dict[str, Any]] = {}
-        for p in e.profiles:
+        for p in e["profiles"]:
             full, raw = _unprofile(p)
             workload, _, name = full.rpartition("!")
             profiles.setdefault(workload, {})[name] = raw
@@ -567,106 +419,74 @@ def _dec_begins(e: Any, compute: list[dict[str, Any]]) -> tuple[str, dict[str, A
     return "SIMULATION_BEGINS", data
 
 
-def _dec_submitted(e: Any) -> tuple[str, dict[str, Any]]:
-    job_id = _s(e.jobId, "job_id")
-    data: dict[str, Any] = {"job_id": job_id, "job": _unjob(e.job, job_id, e.submissionTime)}
-    if e.profile is not None:
-        data["profile"] = _unprofile(e.profile)[1]
+def _dec_submitted(e: Table) -> tuple[str, dict[str, Any]]:
+    data: dict[str, Any] = {"job_id": e["job_id"], "job": _unjob(e["job"], e["job_id"], e["submission_time"])}
+    if "profile" in e:
+        data["profile"] = _unprofile(e["profile"])[1]
     return "JOB_SUBMITTED", data
 
 
-def _dec_completed(e: Any) -> tuple[str, dict[str, Any]]:
-    if not 0 <= e.state < len(_FINAL_STATES):
-        raise ProtocolError(f"unknown final state {e.state}", "state")
-    return "JOB_COMPLETED", {"job_id": _s(e.jobId, "job_id"), "job_state": _FINAL_STATES[e.state],
-                             "return_code": e.returnCode}
+def _dec_completed(e: Table) -> tuple[str, dict[str, Any]]:
+    if not isinstance(e["state"], str):
+        raise ProtocolError(f"unknown final state {e['state']}", "state")
+    return "JOB_COMPLETED", {"job_id": e["job_id"], "job_state": e["state"], "return_code": e["return_code"]}
 
 
-def _dec_killed(e: Any) -> tuple[str, dict[str, Any]]:
-    data: dict[str, Any] = {"job_ids": [j.decode("utf-8") for j in _req(e.jobIds, "job_ids")]}
-    progress = {_s(p.jobId, "job_id"): _unprogress(p.wrapper) for p in _req(e.progresses, "progresses")}
+def _dec_killed(e: Table) -> tuple[str, dict[str, Any]]:
+    data: dict[str, Any] = {"job_ids": e["job_ids"]}
+    progress = {p["job_id"]: _unprogress(p["wrapper"]) for p in e["progresses"]}
     if progress:
         data["job_progress"] = progress
     return "JOB_KILLED", data
 
 
-def _dec_requested(e: Any) -> tuple[str, dict[str, Any]]:
-    return "REQUESTED_CALL", {"id": _s(e.callMeLaterId, "call_me_later_id"),
-                              "last_periodic_call": bool(e.lastPeriodicCall)}
-
-
-def _dec_execute(e: Any) -> tuple[str, dict[str, Any]]:
-    job_id = _s(e.jobId, "job_id")
-    alloc = _req(e.allocation, "allocation")
-    if e.profileAllocationOverride or e.storagePlacement:
+def _dec_execute(e: Table) -> tuple[str, dict[str, Any]]:
+    if e.get("profile_allocation_override") or e.get("storage_placement"):
         raise ProtocolError("profile allocation overrides and storage placements are not modelled "
                             "by hpcjobs", "profile_allocation_override")
-    data: dict[str, Any] = {"job_id": job_id, "alloc": _s(alloc.hostAllocation, "host_allocation")}
-    placement = _req(alloc.executorPlacement, "executor_placement")
-    if alloc.executorPlacementType == fb.ExecutorPlacement.CustomExecutorToHostMapping:
-        data["mapping"] = {str(rank): index
-                           for rank, index in enumerate(_numbers(_req(placement.mapping, "mapping"), int))}
-    elif alloc.executorPlacementType != fb.ExecutorPlacement.PredefinedExecutorPlacementStrategyWrapper:
-        raise ProtocolError(f"unknown executor placement {alloc.executorPlacementType}", "executor_placement")
+    alloc = e["allocation"]
+    data: dict[str, Any] = {"job_id": e["job_id"], "alloc": alloc["host_allocation"]}
+    if alloc["executor_placement_type"] == "CustomExecutorToHostMapping":
+        data["mapping"] = {str(rank): index for rank, index in enumerate(alloc["executor_placement"]["mapping"])}
     # with one executor per allocated host (as hpcjobs.sim runs jobs) both predefined
     # strategies place executor i on host i: the JSON protocol's default
     return "EXECUTE_JOB", data
 
 
-def _dec_kill(e: Any) -> tuple[str, dict[str, Any]]:
-    return "KILL_JOB", {"job_ids": [j.decode("utf-8") for j in _req(e.jobIds, "job_ids")]}
-
-
-def _dec_reject(e: Any) -> tuple[str, dict[str, Any]]:
-    return "REJECT_JOB", {"job_id": _s(e.jobId, "job_id")}
-
-
-def _dec_call(e: Any) -> tuple[str, dict[str, Any]]:
-    data: dict[str, Any] = {"id": _s(e.callMeLaterId, "call_me_later_id")}
-    when = _req(e.when, "when")
-    if e.whenType == fb.TemporalTrigger.OneShot:
-        data["timestamp"] = _from_unit(when.time, when.timeUnit)
-    elif e.whenType == fb.TemporalTrigger.Periodic:
-        data["period"] = _from_unit(when.period, when.timeUnit)
-        data["offset"] = _from_unit(when.offset, when.timeUnit)
-        mode = _req(when.mode, "mode")
-        data["count"] = mode.nbPeriods if when.modeType == fb.PeriodicMode.FinitePeriodNumber else None
+def _dec_call(e: Table) -> tuple[str, dict[str, Any]]:
+    data: dict[str, Any] = {"id": e["call_me_later_id"]}
+    when = e["when"]
+    if e["when_type"] == "OneShot":
+        data["timestamp"] = _from_unit(when["time"], when["time_unit"])
     else:
-        raise ProtocolError(f"unknown temporal trigger {e.whenType}", "when")
+        data["period"] = _from_unit(when["period"], when["time_unit"])
+        data["offset"] = _from_unit(when["offset"], when["time_unit"])
+        data["count"] = when["mode"]["nb_periods"] if when["mode_type"] == "FinitePeriodNumber" else None
     return "CALL_ME_LATER", data
 
 
-def _dec_stop_call(e: Any) -> tuple[str, dict[str, Any]]:
-    return "STOP_CALL_ME_LATER", {"id": _s(e.callMeLaterId, "call_me_later_id")}
-
-
-def _dec_register_job(e: Any) -> tuple[str, dict[str, Any]]:
-    job_id = _s(e.jobId, "job_id")
-    return "REGISTER_JOB", {"job_id": job_id, "job": _unjob(e.job, job_id, math.nan)}
-
-
-def _dec_register_profile(e: Any) -> tuple[str, dict[str, Any]]:
-    full, raw = _unprofile(_req(e.profile, "profile"))
+def _dec_register_profile(e: Table) -> tuple[str, dict[str, Any]]:
+    full, raw = _unprofile(e["profile"])
     workload, sep, name = full.partition("!")
     if not sep:
         raise ProtocolError(f"profile id {full!r} is not 'workload!name'", "profile.id")
     return "REGISTER_PROFILE", {"workload_name": workload, "profile_name": name, "profile": raw}
 
 
-def _dec_notify(kind: str) -> Callable[[Any], tuple[str, dict[str, Any]]]:
-    return lambda e: ("NOTIFY", {"type": kind})
-
-
-_DECODERS: dict[str, Callable[[Any], tuple[str, dict[str, Any]]]] = {
-    # SimulationBeginsEvent: decode_carefully passes its hosts too (read by wire.read_hosts)
-    "EDCHelloEvent": _dec_hello, "SimulationBeginsEvent": _dec_begins,  # type: ignore[dict-item]
+_DECODERS: dict[str, Callable[[Table], tuple[str, dict[str, Any]]]] = {
+    "EDCHelloEvent": _dec_hello, "SimulationBeginsEvent": _dec_begins,
     "JobSubmittedEvent": _dec_submitted, "JobCompletedEvent": _dec_completed,
-    "JobsKilledEvent": _dec_killed, "RequestedCallEvent": _dec_requested,
-    "ExecuteJobEvent": _dec_execute, "KillJobsEvent": _dec_kill, "RejectJobEvent": _dec_reject,
-    "CallMeLaterEvent": _dec_call, "StopCallMeLaterEvent": _dec_stop_call,
-    "RegisterJobEvent": _dec_register_job, "RegisterProfileEvent": _dec_register_profile,
-    "FinishRegistrationEvent": _dec_notify("registration_finished"),
-    "AllStaticJobsHaveBeenSubmittedEvent": _dec_notify("no_more_static_job_to_submit"),
+    "JobsKilledEvent": _dec_killed, "ExecuteJobEvent": _dec_execute, "CallMeLaterEvent": _dec_call,
+    "RequestedCallEvent": lambda e: ("REQUESTED_CALL", {"id": e["call_me_later_id"],
+                                                        "last_periodic_call": bool(e["last_periodic_call"])}),
+    "KillJobsEvent": lambda e: ("KILL_JOB", {"job_ids": e["job_ids"]}),
+    "RejectJobEvent": lambda e: ("REJECT_JOB", {"job_id": e["job_id"]}),
+    "StopCallMeLaterEvent": lambda e: ("STOP_CALL_ME_LATER", {"id": e["call_me_later_id"]}),
+    "RegisterJobEvent": lambda e: ("REGISTER_JOB", {"job_id": e["job_id"],
+                                                    "job": _unjob(e["job"], e["job_id"], math.nan)}),
+    "RegisterProfileEvent": _dec_register_profile,
+    "FinishRegistrationEvent": lambda e: ("NOTIFY", {"type": "registration_finished"}),
+    "AllStaticJobsHaveBeenSubmittedEvent": lambda e: ("NOTIFY", {"type": "no_more_static_job_to_submit"}),
     "SimulationEndsEvent": lambda e: ("SIMULATION_ENDS", {}),
-    "SimulationErrorEvent": lambda e: ("SIMULATION_ERROR", {"error": _s(e.error, "error")}),
+    "SimulationErrorEvent": lambda e: ("SIMULATION_ERROR", {"error": e["error"]}),
 }

@@ -1,61 +1,55 @@
 """The hot path of batprotocol: the per-job events written with one ``struct`` call each
 and read optimistically, whole messages at a time.
 
-Why: PyPI's ``flatbuffers`` runtime builds and reads a buffer one checked field at a
-time, several times slower than the C ``json`` module the JSON protocol uses, and a
-simulation exchanges these few events (JobSubmitted, JobCompleted, ExecuteJob,
-CallMeLater, RequestedCall, SimulationEnds) by the million.
+Why: the schema's reader and writer (``batprotocol_schema.py``) walk a table field by
+field in Python, ten to thirty times slower than this, and a simulation exchanges these
+few events (JobSubmitted, JobCompleted, ExecuteJob, CallMeLater, RequestedCall,
+SimulationEnds) by the million.
 
 **Layout.** An event is one position-independent block: the message's
 ``EventAndTimestamp`` table, the event's tables, then all its strings (FlatBuffers
 offsets are relative, children after their parent). For given string lengths the
 block's layout is fixed, so it is computed once (a :class:`_Shape`). Slots, scalar types
-and table sizes are not written here: they are read from the flatc-generated builder
-functions (``JobCompletedEventAddReturnCode`` says slot 2, an int32), so the generated
-code stays the one source of the schema's layout.
+and table sizes are not written here: they are read from the schema
+(``batprotocol_schema.py``: ``JobCompletedEvent.return_code`` is slot 2, an int32), the
+one source of batprotocol's layout.
 
 **Writing.** A shape is one ``struct`` format and one small function, compiled from the
 layout when the shape is first needed, that packs the event's values between the
 layout's constants (vtables, offsets, union types, string lengths) written in as
 literals: an event is one call of that function, found by the lengths of its strings.
-Writing gives up (None: the generated code writes the message, or refuses it naming
+Writing gives up (None: the codec's schema-driven writer writes the message, or refuses it naming
 the field) on another event, an unusual variant (a forwarded profile, a custom
 placement, ...) or a value ``struct`` refuses.
 
-**Reading.** :func:`decode` reads a message whose events are all of these kinds and in
-the usual form (no forwarded profile, no custom placement, ...), with the bounds checks
-that keep a read inside the buffer. A block laid out as written here (its tables come
-before its strings, so they do not move with the strings' lengths) is read by a
+**Reading.** :func:`decode` reads back what :func:`encode` writes, with the bounds
+checks that keep a read inside the buffer. A block laid out as written here (its tables
+come before its strings, so they do not move with the strings' lengths) is read by a
 function compiled from the layout (:class:`_Head`): one ``unpack`` of its tables that
 takes every run of constant bytes (vtables, offsets between tables, union types and
 their padding) as one ``bytes`` to compare, the strings read where their offsets
 point, the event built in place; it answers only when every constant is the one
-written. Another writer's layout (flatc's, Batsim 5's C++) is read table by table.
-Anything else — another event, an unusual variant, a missing field, an offset outside
-the buffer, a bad string, a non-finite timestamp — makes it give up and return None,
-and the codec's careful reader (``batprotocol.py``) decodes the message or refuses it
-naming the field. The fast path never decides that a buffer is bad.
+written. Anything else — another writer's layout (flatc's, Batsim 5's C++), another
+event, an offset outside the buffer, a bad string, a non-finite timestamp — makes it
+give up and return None, and the schema's careful reader (``batprotocol.py``) decodes
+the message or refuses it naming the field. The fast path never decides that a buffer
+is bad.
 """
 
 from __future__ import annotations
 
 import math
 import operator
-import re
 import struct
 from itertools import accumulate
 from typing import Any, Callable, Optional, Union
 
-from ..events import Event
-from . import batprotocol_fb
-
-fb: Any = batprotocol_fb  # generated, untyped: typed here by use
+from ..events import FINAL_JOB_STATES, Event
+from .batprotocol_schema import load_schema, scalar_code
 
 __all__ = ["encode", "decode"]
 
-_STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_FAILED", "COMPLETED_WALLTIME_REACHED",
-           "COMPLETED_KILLED", "REJECTED")
-_STATE_INDEX = {name: i for i, name in enumerate(_STATES)}
+_STATE_INDEX = {name: i for i, name in enumerate(FINAL_JOB_STATES)}
 #: where a block's EventAndTimestamp table starts (after its vtable of 3 slots)
 _ITEM_TABLE = 16
 _SIZES = {"d": 8, "Q": 8, "q": 8, "I": 4, "i": 4, "f": 4, "H": 2, "h": 2, "b": 1, "B": 1, "?": 1, "o": 4}
@@ -65,45 +59,29 @@ _MAX_SHAPES = 4096
 
 
 class _GiveUp(Exception):
-    """Not the usual form: the generated code (writing) or the careful reader decides."""
+    """Not the usual form: the codec's schema-driven writer or careful reader decides."""
 
 
-# -- the layout, as the generated code states it -------------------------------------
-class _Recorder:
-    """Stands for a ``flatbuffers.Builder`` to learn, from a generated builder function,
-    a table's slot count or a field's slot and scalar type (``o``: an offset)."""
-
-    _CODES = {"Bool": "?", "Int8": "b", "Uint8": "B", "Int16": "h", "Uint16": "H", "Int32": "i",
-              "Uint32": "I", "Int64": "q", "Uint64": "Q", "Float32": "f", "Float64": "d",
-              "UOffsetTRelative": "o"}
-
-    def __init__(self) -> None:
-        self.seen: tuple[int, str] = (0, "")
-
-    def StartObject(self, slots: int) -> None:  # noqa: N802 (the runtime's name)
-        self.seen = (slots, "")
-
-    def __getattr__(self, name: str) -> Callable[..., None]:
-        kind = re.fullmatch(r"Prepend(\w+)Slot", name)
-        if kind is None or kind.group(1) not in self._CODES:
-            raise AttributeError(name)
-
-        def record(slot: int, value: Any, default: Any) -> None:
-            self.seen = (slot, self._CODES[kind.group(1)])
-        return record
+# -- the layout, as the schema states it ----------------------------------------------
+_SCHEMA = load_schema()
 
 
-def _field(add: Callable[[Any, Any], None]) -> tuple[int, str]:
-    """(slot, struct code) of the field a generated ``<Table>Add<Field>`` function sets."""
-    recorder = _Recorder()
-    add(recorder, 0)
-    return recorder.seen
+def _field(table: str, name: str) -> tuple[int, str]:
+    """(slot, struct code; ``o``: an offset) of field ``name`` of ``table``."""
+    for f in _SCHEMA.tables[table]:
+        if f.name == name:
+            return f.slot, scalar_code(_SCHEMA, f)
+    raise KeyError(f"{table}.{name}")
 
 
-def _slots(start: Callable[[Any], None]) -> int:
-    recorder = _Recorder()
-    start(recorder)
-    return recorder.seen[0]
+def _slots(table: str) -> int:
+    fields = _SCHEMA.tables[table]
+    return fields[-1].slot + 1 if fields else 0
+
+
+def _member(union: str, name: str) -> int:
+    """The type code of ``union``'s member ``name``."""
+    return _SCHEMA.unions[union].index(name) + 1
 
 
 class _Str:
@@ -114,13 +92,13 @@ class _Str:
 
 
 class _Table:
-    """A table of a block: its generated ``Start`` function and its fields as
-    (generated ``Add`` function, value) with a value that is a constant, the name of
-    a variable, or a child (:class:`_Table` or :class:`_Str`) the field points to."""
+    """A table of a block: the schema's table ``name`` and its fields as (field name,
+    value) with a value that is a constant, the name of a variable, or a child
+    (:class:`_Table` or :class:`_Str`) the field points to."""
 
-    def __init__(self, start: Callable[[Any], None], *fields: tuple[Callable[[Any, Any], None], Any]) -> None:
-        self.slots = _slots(start)
-        self.fields = [(*_field(add), value) for add, value in fields]
+    def __init__(self, name: str, *fields: tuple[str, Any]) -> None:
+        self.slots = _slots(name)
+        self.fields = [(*_field(name, field), value) for field, value in fields]
 
 
 class _Const:
@@ -277,7 +255,7 @@ class _Head:
     """The reader of the blocks of one kind as :class:`_Shape` lays them out:
     :attr:`read` ``(buf, block, size)`` answers the event of the block at ``block``
     (``size``: the buffer's length), or None when its constants are not the ones
-    written here (another writer's layout: read it table by table); it raises
+    written here (another writer's layout: the careful reader's); it raises
     :class:`_GiveUp` when the block is laid out as here but unusual (a string outside the
     buffer, a non-finite timestamp, a value out of range).
 
@@ -291,7 +269,7 @@ class _Head:
         self.struct = struct.Struct(self._format)
         self.read: Callable[[bytes, int, int], Optional[Event]] = _compile(self.source, {
             "_unpack": self.struct.unpack_from, "_U32": _U32, "_isfinite": math.isfinite, "_GiveUp": _GiveUp,
-            "_STATES": _STATES, "_SECOND": _SECOND, **self._constants})
+            "FINAL_JOB_STATES": FINAL_JOB_STATES, "_SECOND": _SECOND, **self._constants})
 
     def _source(self, shape: _Shape, kind: str, data: str, guard: str) -> str:
         first = shape.strings[0] if shape.strings else None
@@ -348,8 +326,8 @@ class _Block:
 
     def __init__(self, kind: int, event: _Table, names: tuple[str, ...], name: str, data: str,
                  guard: str = "") -> None:
-        self.root = _Table(fb.EventAndTimestampStart, (fb.EventAndTimestampAddTimestamp, "timestamp"),
-                           (fb.EventAndTimestampAddEventType, _Const(kind)), (fb.EventAndTimestampAddEvent, event))
+        self.root = _Table("EventAndTimestamp", ("timestamp", "timestamp"),
+                           ("event_type", _Const(kind)), ("event", event))
         self.names = ("timestamp", *names)
         some = _Shape(self.root, _Lengths())
         #: the strings, in the order of the lengths that key :attr:`shapes`
@@ -359,7 +337,7 @@ class _Block:
         #: the reader of the blocks of this kind, whatever the strings' lengths
         self.head = _Head(some, name, data, guard)
         #: where the union type is, from the EventAndTimestamp table
-        self.kind_at = some.root_fields[_field(fb.EventAndTimestampAddEventType)[0]]
+        self.kind_at = some.root_fields[_field("EventAndTimestamp", "event_type")[0]]
 
     def new(self, key: Any) -> Callable[..., bytes]:
         """The packer for strings of lengths ``key`` (made once)."""
@@ -384,45 +362,45 @@ class _Lengths(dict[str, int]):
         return 0
 
 
-# the events, by the generated code's names
-_PREDEFINED = fb.ExecutorPlacement.PredefinedExecutorPlacementStrategyWrapper
-_ONE_SHOT, _SECOND = fb.TemporalTrigger.OneShot, fb.TimeUnit.Second
+# the events, by the schema's names
+_PREDEFINED = _member("ExecutorPlacement", "PredefinedExecutorPlacementStrategyWrapper")
+_ONE_SHOT, _SECOND = _member("TemporalTrigger", "OneShot"), _SCHEMA.enums["TimeUnit"][1]["Second"]
 _U32 = struct.Struct("<I").unpack_from
 
-_SUBMITTED, _SUBMITTED_WALLTIME = [_Block(fb.Event.JobSubmittedEvent, _Table(
-    fb.JobSubmittedEventStart, (fb.JobSubmittedEventAddJobId, _Str("job_id")),
-    (fb.JobSubmittedEventAddSubmissionTime, "subtime"),
-    (fb.JobSubmittedEventAddJob, _Table(fb.JobStart, (fb.JobAddResourceRequest, "res"),
-                                        *([(fb.JobAddWalltime, "walltime")] if walltime else []),
-                                        (fb.JobAddProfileId, _Str("profile"))))),
+_SUBMITTED, _SUBMITTED_WALLTIME = [_Block(_member("Event", "JobSubmittedEvent"), _Table(
+    "JobSubmittedEvent", ("job_id", _Str("job_id")),
+    ("submission_time", "subtime"),
+    ("job", _Table("Job", ("resource_request", "res"),
+                                        *([("walltime", "walltime")] if walltime else []),
+                                        ("profile_id", _Str("profile"))))),
     ("job_id", "subtime", "res", *(["walltime"] if walltime else []), "profile"), "JOB_SUBMITTED",
     '{"job_id": job_id, "job": {"id": job_id, "subtime": subtime, "res": res, "profile": profile, '
     f'"walltime": {"walltime" if walltime else -1}}}}}')
     for walltime in (False, True)]  # -1 (none) is the absent optional scalar
-_COMPLETED = _Block(fb.Event.JobCompletedEvent, _Table(
-    fb.JobCompletedEventStart, (fb.JobCompletedEventAddJobId, _Str("job_id")),
-    (fb.JobCompletedEventAddState, "state"), (fb.JobCompletedEventAddReturnCode, "return_code")),
+_COMPLETED = _Block(_member("Event", "JobCompletedEvent"), _Table(
+    "JobCompletedEvent", ("job_id", _Str("job_id")),
+    ("state", "state"), ("return_code", "return_code")),
     ("job_id", "state", "return_code"), "JOB_COMPLETED",
-    '{"job_id": job_id, "job_state": _STATES[state], "return_code": return_code}', "not 0 <= state < 5")
-_EXECUTE = _Block(fb.Event.ExecuteJobEvent, _Table(
-    fb.ExecuteJobEventStart, (fb.ExecuteJobEventAddJobId, _Str("job_id")),
-    (fb.ExecuteJobEventAddAllocation, _Table(
-        fb.AllocationPlacementStart, (fb.AllocationPlacementAddHostAllocation, _Str("alloc")),
-        (fb.AllocationPlacementAddExecutorPlacementType, _Const(_PREDEFINED)),
+    '{"job_id": job_id, "job_state": FINAL_JOB_STATES[state], "return_code": return_code}', "not 0 <= state < 5")
+_EXECUTE = _Block(_member("Event", "ExecuteJobEvent"), _Table(
+    "ExecuteJobEvent", ("job_id", _Str("job_id")),
+    ("allocation", _Table(
+        "AllocationPlacement", ("host_allocation", _Str("alloc")),
+        ("executor_placement_type", _Const(_PREDEFINED)),
         # the strategy left at its default, SpreadOverHostsFirst
-        (fb.AllocationPlacementAddExecutorPlacement, _Table(fb.PredefinedExecutorPlacementStrategyWrapperStart))))),
+        ("executor_placement", _Table("PredefinedExecutorPlacementStrategyWrapper"))))),
     ("job_id", "alloc"), "EXECUTE_JOB", '{"job_id": job_id, "alloc": alloc}')
-_CALL = _Block(fb.Event.CallMeLaterEvent, _Table(
-    fb.CallMeLaterEventStart, (fb.CallMeLaterEventAddCallMeLaterId, _Str("call_id")),
-    (fb.CallMeLaterEventAddWhenType, _Const(_ONE_SHOT)),
-    (fb.CallMeLaterEventAddWhen, _Table(fb.OneShotStart, (fb.OneShotAddTime, "time"),
-                                        (fb.OneShotAddTimeUnit, "unit")))),
+_CALL = _Block(_member("Event", "CallMeLaterEvent"), _Table(
+    "CallMeLaterEvent", ("call_me_later_id", _Str("call_id")),
+    ("when_type", _Const(_ONE_SHOT)),
+    ("when", _Table("OneShot", ("time", "time"),
+                                        ("time_unit", "unit")))),
     ("call_id", "time", "unit"), "CALL_ME_LATER", '{"id": call_id, "timestamp": float(time)}', "unit != _SECOND")
-_CALLED = _Block(fb.Event.RequestedCallEvent, _Table(
-    fb.RequestedCallEventStart, (fb.RequestedCallEventAddCallMeLaterId, _Str("call_id")),
-    (fb.RequestedCallEventAddLastPeriodicCall, "last")), ("call_id", "last"), "REQUESTED_CALL",
+_CALLED = _Block(_member("Event", "RequestedCallEvent"), _Table(
+    "RequestedCallEvent", ("call_me_later_id", _Str("call_id")),
+    ("last_periodic_call", "last")), ("call_id", "last"), "REQUESTED_CALL",
     '{"id": call_id, "last_periodic_call": last}')
-_ENDS = _Block(fb.Event.SimulationEndsEvent, _Table(fb.SimulationEndsEventStart), (), "SIMULATION_ENDS", "{}")
+_ENDS = _Block(_member("Event", "SimulationEndsEvent"), _Table("SimulationEndsEvent"), (), "SIMULATION_ENDS", "{}")
 _BLOCKS = (_SUBMITTED, _SUBMITTED_WALLTIME, _COMPLETED, _EXECUTE, _CALL, _CALLED, _ENDS)
 
 
@@ -439,7 +417,7 @@ assert [b.strings for b in _BLOCKS] == [["job_id", "profile"], ["job_id", "profi
 def _write_submitted(d: dict[str, Any], t: float) -> bytes:
     job = d["job"]
     if "profile" in d or not job.keys() <= _JOB_KEYS:
-        raise _GiveUp  # a forwarded profile or extra_data: the generated code writes those
+        raise _GiveUp  # a forwarded profile or extra_data: the schema-driven writer writes those
     job_id = d["job_id"].encode()
     profile = job["profile"].encode()
     key = (len(job_id), len(profile))
@@ -471,7 +449,7 @@ def _write_call(d: dict[str, Any], t: float) -> bytes:
         raise _GiveUp
     when = float(d["timestamp"])
     if when != int(when):
-        raise _GiveUp  # milliseconds, rounded up: the generated path's rule
+        raise _GiveUp  # milliseconds, rounded up: the schema-driven writer's rule
     call_id = d.get("id", "").encode()
     return (_CALL_SHAPES.get(len(call_id)) or _CALL.new(len(call_id)))(t, call_id, int(when), _SECOND)
 
@@ -491,7 +469,7 @@ _WRITERS: dict[str, Callable[[dict[str, Any], float], bytes]] = {
     "CALL_ME_LATER": _write_call, "REQUESTED_CALL": _write_called, "SIMULATION_ENDS": _write_ends}
 
 # the message: root offset, the Message table (now, events) and the events vector
-_NOW, _EVENTS = _field(fb.MessageAddNow), _field(fb.MessageAddEvents)
+_NOW, _EVENTS = _field("Message", "now"), _field("Message", "events")
 assert (_NOW, _EVENTS) == ((0, "d"), (1, "o"))  # as the head below lays them out
 #: root u32 | vtable: 4 u16 | pad | table: soffset, events offset | now | the events vector
 #: (count, offsets, padding): all that comes before ``now`` is constant
@@ -513,7 +491,7 @@ def _message_head(count: int) -> tuple[Callable[..., bytes], int, range]:
 
 
 def encode(now: float, events: list[Event]) -> Optional[bytes]:
-    """The message as a FlatBuffer, or None when an event needs the generated code."""
+    """The message as a FlatBuffer, or None when an event needs the schema-driven writer."""
     try:
         blocks = [_WRITERS[event["type"]](event["data"], event["timestamp"]) for event in events]
         count = len(blocks)
@@ -522,216 +500,54 @@ def encode(now: float, events: list[Event]) -> Optional[bytes]:
         blocks.insert(0, pack(_MESSAGE_START, now, count,
                               *map(_sub, accumulate(map(len, blocks), initial=first), steps)))
     except (_GiveUp, KeyError, TypeError, ValueError, AttributeError, OverflowError, struct.error):
-        return None  # the generated code writes it, or refuses it naming the field
+        return None  # the schema-driven writer writes it, or refuses it naming the field
     return b"".join(blocks)
 
 
 # -- reading ---------------------------------------------------------------------------
-_I8 = struct.Struct("<b").unpack_from
-_U8 = struct.Struct("<B").unpack_from
-_I32 = struct.Struct("<i").unpack_from
-_U16 = struct.Struct("<H").unpack_from
-_U64 = struct.Struct("<Q").unpack_from
-_F64 = struct.Struct("<d").unpack_from
-_UNPACK = {"b": _I8, "B": _U8, "?": _U8, "i": _I32, "I": _U32, "Q": _U64, "d": _F64}
-_VTABLES = [struct.Struct(f"<{n}H").unpack_from for n in range(64)]
 _VECTORS: dict[int, Callable[[bytes, int], tuple[int, ...]]] = {}
 #: the message's head up to the events' count, as encode writes it
 _MESSAGE = struct.Struct(_MESSAGE_FORMAT.format(1, 0)).unpack_from
 _isfinite = math.isfinite
 
 
-def _table(buf: bytes, pos: int, want: int) -> tuple[int, ...]:
-    """The field offsets (0: absent) of the table at ``pos``, at least ``want`` of them."""
-    vt = pos - _I32(buf, pos)[0]
-    if vt < 0:
-        raise _GiveUp
-    size = _U16(buf, vt)[0]
-    if size < 4 or size & 1:
-        raise _GiveUp
-    n = (size - 4) >> 1
-    offsets: tuple[int, ...] = _VTABLES[n](buf, vt + 4)
-    return offsets if n >= want else offsets + (0,) * (want - n)
-
-
-def _string(buf: bytes, at: int) -> str:
-    """The string the offset at ``at`` points to."""
-    at += _U32(buf, at)[0]
-    end = at + 4 + _U32(buf, at)[0]
-    if end > len(buf):
-        raise _GiveUp
-    return buf[at + 4:end].decode()
-
-
-def _child(buf: bytes, at: int) -> int:
-    """The position of the table the offset at ``at`` points to."""
-    offset: int = _U32(buf, at)[0]
-    return at + offset
-
-
-def _scalar(add: Callable[[Any, Any], None]) -> tuple[int, Callable[[bytes, int], tuple[Any, ...]]]:
-    slot, code = _field(add)
-    return slot, _UNPACK[code]
-
-
-# the slots of what is read, as the generated builder functions state them
-_TS, _KIND, _EVENT = _field(fb.EventAndTimestampAddTimestamp)[0], _field(fb.EventAndTimestampAddEventType)[0], \
-    _field(fb.EventAndTimestampAddEvent)[0]
-_C_ID, (_C_STATE, _c_state), (_C_RC, _c_rc) = (_field(fb.JobCompletedEventAddJobId)[0],
-                                               _scalar(fb.JobCompletedEventAddState),
-                                               _scalar(fb.JobCompletedEventAddReturnCode))
-_S_ID, _S_JOB, _S_TIME, _S_PROFILE = (_field(fb.JobSubmittedEventAddJobId)[0], _field(fb.JobSubmittedEventAddJob)[0],
-                                      _field(fb.JobSubmittedEventAddSubmissionTime)[0],
-                                      _field(fb.JobSubmittedEventAddProfile)[0])
-_J_RES, _J_WALL, _J_EXTRA, _J_PROFILE = (_field(fb.JobAddResourceRequest)[0], _field(fb.JobAddWalltime)[0],
-                                         _field(fb.JobAddExtraData)[0], _field(fb.JobAddProfileId)[0])
-_E_ID, _E_ALLOC = _field(fb.ExecuteJobEventAddJobId)[0], _field(fb.ExecuteJobEventAddAllocation)[0]
-_E_OVERRIDE, _E_STORAGE = (_field(fb.ExecuteJobEventAddProfileAllocationOverride)[0],
-                           _field(fb.ExecuteJobEventAddStoragePlacement)[0])
-_A_HOSTS, _A_TYPE, _A_PLACEMENT = (_field(fb.AllocationPlacementAddHostAllocation)[0],
-                                   _field(fb.AllocationPlacementAddExecutorPlacementType)[0],
-                                   _field(fb.AllocationPlacementAddExecutorPlacement)[0])
-_R_ID, _R_LAST = _field(fb.RequestedCallEventAddCallMeLaterId)[0], _field(fb.RequestedCallEventAddLastPeriodicCall)[0]
-_L_ID, _L_TYPE, _L_WHEN = (_field(fb.CallMeLaterEventAddCallMeLaterId)[0], _field(fb.CallMeLaterEventAddWhenType)[0],
-                           _field(fb.CallMeLaterEventAddWhen)[0])
-_O_TIME, _O_UNIT = _field(fb.OneShotAddTime)[0], _field(fb.OneShotAddTimeUnit)[0]
-# the scalar types the readers below use, as the generated code has them
-assert [_field(add)[1] for add in (
-    fb.EventAndTimestampAddTimestamp, fb.EventAndTimestampAddEventType, fb.JobSubmittedEventAddSubmissionTime,
-    fb.JobAddResourceRequest, fb.JobAddWalltime, fb.AllocationPlacementAddExecutorPlacementType,
-    fb.RequestedCallEventAddLastPeriodicCall, fb.CallMeLaterEventAddWhenType, fb.OneShotAddTime,
-    fb.OneShotAddTimeUnit)] == ["d", "B", "d", "I", "d", "B", "?", "B", "Q", "b"]
-
-
-def _read_completed(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
-    o = _table(buf, pos, 3)
-    if not o[_C_ID]:
-        raise _GiveUp
-    state = _c_state(buf, pos + o[_C_STATE])[0] if o[_C_STATE] else 0
-    if not 0 <= state < 5:
-        raise _GiveUp
-    return "JOB_COMPLETED", {"job_id": _string(buf, pos + o[_C_ID]), "job_state": _STATES[state],
-                             "return_code": _c_rc(buf, pos + o[_C_RC])[0] if o[_C_RC] else 0}
-
-
-def _read_submitted(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
-    o = _table(buf, pos, 4)
-    if not (o[_S_ID] and o[_S_JOB]) or o[_S_PROFILE]:
-        raise _GiveUp
-    job_id = _string(buf, pos + o[_S_ID])
-    job = _child(buf, pos + o[_S_JOB])
-    j = _table(buf, job, 4)
-    if not j[_J_PROFILE] or j[_J_EXTRA]:
-        raise _GiveUp
-    return "JOB_SUBMITTED", {"job_id": job_id, "job": {
-        "id": job_id, "subtime": _F64(buf, pos + o[_S_TIME])[0] if o[_S_TIME] else 0.0,
-        "res": _U32(buf, job + j[_J_RES])[0] if j[_J_RES] else 0, "profile": _string(buf, job + j[_J_PROFILE]),
-        "walltime": _F64(buf, job + j[_J_WALL])[0] if j[_J_WALL] else -1}}
-
-
-def _read_execute(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
-    o = _table(buf, pos, 4)
-    if not (o[_E_ID] and o[_E_ALLOC]) or o[_E_OVERRIDE] or o[_E_STORAGE]:
-        raise _GiveUp
-    alloc = _child(buf, pos + o[_E_ALLOC])
-    a = _table(buf, alloc, 3)
-    if not (a[_A_HOSTS] and a[_A_PLACEMENT] and a[_A_TYPE]) or _U8(buf, alloc + a[_A_TYPE])[0] != _PREDEFINED:
-        raise _GiveUp
-    _table(buf, _child(buf, alloc + a[_A_PLACEMENT]), 0)  # either strategy: executor i on host i
-    return "EXECUTE_JOB", {"job_id": _string(buf, pos + o[_E_ID]), "alloc": _string(buf, alloc + a[_A_HOSTS])}
-
-
-def _read_call(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
-    o = _table(buf, pos, 3)
-    if not (o[_L_ID] and o[_L_WHEN] and o[_L_TYPE]) or _U8(buf, pos + o[_L_TYPE])[0] != _ONE_SHOT:
-        raise _GiveUp  # periodic: the careful reader
-    when = _child(buf, pos + o[_L_WHEN])
-    w = _table(buf, when, 2)
-    if (_I8(buf, when + w[_O_UNIT])[0] if w[_O_UNIT] else _SECOND) != _SECOND:
-        raise _GiveUp
-    return "CALL_ME_LATER", {"id": _string(buf, pos + o[_L_ID]),
-                             "timestamp": float(_U64(buf, when + w[_O_TIME])[0] if w[_O_TIME] else 0)}
-
-
-def _read_called(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
-    o = _table(buf, pos, 2)
-    if not o[_R_ID]:
-        raise _GiveUp
-    return "REQUESTED_CALL", {"id": _string(buf, pos + o[_R_ID]),
-                              "last_periodic_call": bool(_U8(buf, pos + o[_R_LAST])[0]) if o[_R_LAST] else False}
-
-
-def _read_ends(buf: bytes, pos: int) -> tuple[str, dict[str, Any]]:
-    _table(buf, pos, 0)
-    return "SIMULATION_ENDS", {}
-
-
-_READERS: dict[int, Callable[[bytes, int], tuple[str, dict[str, Any]]]] = {
-    fb.Event.JobCompletedEvent: _read_completed, fb.Event.JobSubmittedEvent: _read_submitted,
-    fb.Event.ExecuteJobEvent: _read_execute, fb.Event.RequestedCallEvent: _read_called,
-    fb.Event.CallMeLaterEvent: _read_call, fb.Event.SimulationEndsEvent: _read_ends}
-
-
-def _read_item(buf: bytes, item: int) -> Event:
-    """The event of the EventAndTimestamp table at ``item``, read table by table (as
-    another writer may lay it out)."""
-    i = _table(buf, item, 3)
-    read = _READERS.get(_U8(buf, item + i[_KIND])[0] if i[_KIND] else 0)
-    stamp = _F64(buf, item + i[_TS])[0] if i[_TS] else 0.0
-    if read is None or not i[_EVENT] or not _isfinite(stamp):
-        raise _GiveUp
-    kind, data = read(buf, _child(buf, item + i[_EVENT]))
-    return {"timestamp": stamp, "type": kind, "data": data}
-
-
 #: the readers of the blocks :func:`encode` writes, by union type (the likelier first)
 _WHOLE: dict[int, tuple[Callable[[bytes, int, int], Optional[Event]], ...]] = {
-    fb.Event.JobSubmittedEvent: (_SUBMITTED.head.read, _SUBMITTED_WALLTIME.head.read),
-    fb.Event.JobCompletedEvent: (_COMPLETED.head.read,), fb.Event.ExecuteJobEvent: (_EXECUTE.head.read,),
-    fb.Event.CallMeLaterEvent: (_CALL.head.read,), fb.Event.RequestedCallEvent: (_CALLED.head.read,),
-    fb.Event.SimulationEndsEvent: (_ENDS.head.read,)}
+    _member("Event", "JobSubmittedEvent"): (_SUBMITTED.head.read, _SUBMITTED_WALLTIME.head.read),
+    _member("Event", "JobCompletedEvent"): (_COMPLETED.head.read,), _member("Event", "ExecuteJobEvent"): (_EXECUTE.head.read,),
+    _member("Event", "CallMeLaterEvent"): (_CALL.head.read,), _member("Event", "RequestedCallEvent"): (_CALLED.head.read,),
+    _member("Event", "SimulationEndsEvent"): (_ENDS.head.read,)}
 _KIND_AT = _ENDS.kind_at
 assert all(block.kind_at == _KIND_AT for block in _BLOCKS)
 
 
 def decode(buf: bytes) -> Optional[tuple[float, list[Event]]]:
-    """``now`` and the events of ``buf`` when it is a message of the usual per-job
-    events in their usual form, else None (the careful reader then decides)."""
+    """``now`` and the events of ``buf`` when it is a message as :func:`encode` writes
+    it, else None (the careful reader then decides)."""
     try:
         start, now, count = _MESSAGE(buf, 0)
-        if start == _MESSAGE_START:  # as encode writes it
-            vec = _FIRST_ENTRY - 4
-        else:
-            root = _U32(buf, 0)[0]
-            o = _table(buf, root, 2)
-            now = _F64(buf, root + o[_NOW[0]])[0] if o[_NOW[0]] else 0.0
-            if not o[_EVENTS[0]]:
-                return None
-            vec = _child(buf, root + o[_EVENTS[0]])
-            count = _U32(buf, vec)[0]
-        if not _isfinite(now):
+        if start != _MESSAGE_START or not _isfinite(now):
             return None
         size = len(buf)
-        if vec + 4 + 4 * count > size:
+        at = _FIRST_ENTRY
+        if at + 4 * count > size:
             return None
         entries = _VECTORS.get(count)
         if entries is None:
             entries = _VECTORS[count] = struct.Struct(f"<{count}I").unpack_from
         events: list[Event] = []
-        at = vec + 4
         for offset in entries(buf, at):
             item = at + offset
             at += 4
-            if item >= _ITEM_TABLE:
-                # as this module writes it: the whole block at once
-                for read in _WHOLE.get(buf[item + _KIND_AT], ()):
-                    event = read(buf, item - _ITEM_TABLE, size)
-                    if event is not None:
-                        break
-                else:
-                    event = _read_item(buf, item)
+            if item < _ITEM_TABLE:
+                return None
+            # the whole block at once, if it is laid out as encode lays it out
+            for read in _WHOLE.get(buf[item + _KIND_AT], ()):
+                event = read(buf, item - _ITEM_TABLE, size)
+                if event is not None:
+                    break
             else:
-                event = _read_item(buf, item)
+                return None
             events.append(event)
         return now, events
     except (_GiveUp, struct.error, IndexError, UnicodeDecodeError):

@@ -104,7 +104,7 @@ class BatchSchedulerExecutor(BatchMonitor):
             notes = self._change_notes().directory()
             script = self._render(spec, job_dir, directives, notes)
         except BaseException:
-            job._bind(None, None)
+            job.bind(None, None)
             raise
         with self._lock:  # its notes may come before the submit command returns
             self._submitting.add(name)
@@ -248,7 +248,7 @@ class BatchSchedulerExecutor(BatchMonitor):
     def _accept(self, item: Staged, native_id: str, linked: bool) -> None:
         """``item`` was submitted as ``native_id``: the job is QUEUED and followed."""
         job = item.job
-        job._bind(self, native_id)
+        job.bind(self, native_id)
         tracked = _Tracked(native_id, job, item.job_dir, self.config.min_query_interval)
         name = item.job_dir.path.name
         with self._lock:
@@ -275,7 +275,7 @@ class BatchSchedulerExecutor(BatchMonitor):
         """Undo the claim of a job that was not submitted: it is NEW and unbound."""
         with self._lock:
             self._submitting.discard(item.job_dir.path.name)
-        item.job._bind(None, None)
+        item.job.bind(None, None)
 
     def _change_notes(self) -> ChangeNotes:
         with self._lock:

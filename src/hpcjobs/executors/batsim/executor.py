@@ -91,9 +91,9 @@ class BatsimJobExecutor(JobExecutor):
         spec = self._claim_for_submit(job)  # (not _submission: a generator per job)
         try:
             request = self._request(spec)
-            self._session_for_submit().submit(request, job, lambda native_id: job._bind(self, native_id))
+            self._session_for_submit().submit(request, job, lambda native_id: job.bind(self, native_id))
         except BaseException:
-            job._bind(None, None)
+            job.bind(None, None)
             raise
 
     def cancel(self, job: Job) -> None:
@@ -182,7 +182,7 @@ class BatsimJobExecutor(JobExecutor):
                        lambda endpoint: simulator_command(cfg.simulator, platform, prefix, endpoint, cfg.protocol),
                        run_dir, cfg.endpoint, jm, pacer, self._cores, get_codec(cfg.protocol))
 
-    def _wait_condition(self, job: Job, lock: threading.Lock) -> threading.Condition:
+    def wait_condition(self, job: Job, lock: threading.Lock) -> threading.Condition:
         """Virtual time advances only while the client blocks in ``Job.wait()``: the
         condition a waiting client blocks on tells the session (:mod:`.pacing`)."""
         session = self._session

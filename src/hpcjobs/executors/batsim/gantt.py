@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
+from ...batsim_protocol import events as protocol
 from .schedulers.base import parse_idset
 
 __all__ = ["draw", "read_jobs", "JobBar", "GanttUnavailable"]
 
-_COLOURS = {"COMPLETED_SUCCESSFULLY": "#4c9a2a", "COMPLETED_FAILED": "#c0392b",
-            "COMPLETED_WALLTIME_REACHED": "#e67e22", "COMPLETED_KILLED": "#7f8c8d"}
+_COLOURS = {protocol.COMPLETED_SUCCESSFULLY: "#4c9a2a", protocol.COMPLETED_FAILED: "#c0392b",
+            protocol.COMPLETED_WALLTIME_REACHED: "#e67e22", protocol.COMPLETED_KILLED: "#7f8c8d"}
 
 
 class GanttUnavailable(ImportError):

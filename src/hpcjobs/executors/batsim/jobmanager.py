@@ -50,11 +50,11 @@ WORKLOAD = "hpcjobs"
 #: Batsim's final job states -> (PSI/J state, message); the exit code is Batsim's
 #: return code where it is one (not for a walltime kill: Batsim reports -1 there)
 FINAL_STATES: dict[str, tuple[JobState, Optional[str]]] = {
-    "COMPLETED_SUCCESSFULLY": (JobState.COMPLETED, None),
-    "COMPLETED_FAILED": (JobState.FAILED, "the job's profile returned code {rc}"),
-    "COMPLETED_WALLTIME_REACHED": (JobState.FAILED, f"{Cause.WALLTIME.value}: killed after "
-                                                    "{walltime:g} s (JobAttributes.duration)"),
-    "COMPLETED_KILLED": (JobState.FAILED, "killed by the simulator"),
+    protocol.COMPLETED_SUCCESSFULLY: (JobState.COMPLETED, None),
+    protocol.COMPLETED_FAILED: (JobState.FAILED, "the job's profile returned code {rc}"),
+    protocol.COMPLETED_WALLTIME_REACHED: (JobState.FAILED, f"{Cause.WALLTIME.value}: killed after "
+                                                           "{walltime:g} s (JobAttributes.duration)"),
+    protocol.COMPLETED_KILLED: (JobState.FAILED, "killed by the simulator"),
 }
 
 #: how statuses reach the PSI/J jobs: report(job, status, ran)
@@ -197,7 +197,7 @@ class JobManager:
         self.records[native_id] = record
         self._by_number[number] = record
         self.live += 1
-        record.status = JobStatus._owning(JobState.QUEUED, t, None, None, {"native_state": "SUBMITTED"})
+        record.status = JobStatus.owning(JobState.QUEUED, t, None, None, {"native_state": "SUBMITTED"})
         self._report(job, record.status, False)  # now: submit() returns it QUEUED
         return record
 
@@ -324,10 +324,10 @@ class JobManager:
         record = self.records.get(data["job_id"])
         if record is None or record.phase is Phase.DONE:
             return
-        batsim_state = data.get("job_state", "COMPLETED_FAILED")
+        batsim_state = data.get("job_state", protocol.COMPLETED_FAILED)
         rc = data.get("return_code")
         state, template = FINAL_STATES.get(batsim_state, (JobState.FAILED, "ended in Batsim state {state}"))
-        if batsim_state == "COMPLETED_KILLED" and record.cancel_requested:
+        if batsim_state == protocol.COMPLETED_KILLED and record.cancel_requested:
             state, template = JobState.CANCELED, Cause.CANCELED.value
         self._finish(record, JobManager._final, (state, float(event["timestamp"]), template, rc,
                                                  batsim_state))
@@ -339,7 +339,7 @@ class JobManager:
             if record is None or record.phase is Phase.DONE:
                 continue  # it completed on its own before the kill (JOB_COMPLETED came first)
             self._finish(record, JobManager._final, (JobState.CANCELED, float(event["timestamp"]),
-                                                     Cause.CANCELED.value, None, "COMPLETED_KILLED"))
+                                                     Cause.CANCELED.value, None, protocol.COMPLETED_KILLED))
             self._ask(self.scheduler.free, {"id": record.number}, now, out)
 
     # -- the scheduler -----------------------------------------------------------------
@@ -400,13 +400,13 @@ class JobManager:
                 self._reject(record, now, out)
                 note = response.get("note") or "the scheduler denied the request"
                 self._finish_as(record, JobStatus(JobState.FAILED, now, message=f"denied: {note}",
-                                                    metadata={"native_state": "REJECTED"}))
+                                                    metadata={"native_state": protocol.REJECTED}))
             elif kind == CANCEL:
                 if not record.cancel_requested:
                     log.warning("job %s: scheduler sent CANCEL without a cancel request", record.native_id)
                 self._reject(record, now, out)
                 self._finish_as(record, JobStatus(JobState.CANCELED, now, message=Cause.CANCELED.value,
-                                                    metadata={"native_state": "REJECTED"}))
+                                                    metadata={"native_state": protocol.REJECTED}))
             else:
                 log.warning("job %s: unknown alloc response type %r", record.native_id, kind)
 
@@ -442,7 +442,7 @@ class JobManager:
                 self._waiting.remove(record)
             self._reject(record, now, out)
             self._finish_as(record, JobStatus(JobState.CANCELED, now, message=Cause.CANCELED.value,
-                                                metadata={"native_state": "REJECTED"}))
+                                                metadata={"native_state": protocol.REJECTED}))
         elif record.phase is Phase.REGISTERED:
             # not acknowledged yet: JOB_SUBMITTED will come; cancel when it does
             record.cancel_requested = False
@@ -492,9 +492,9 @@ class JobManager:
                rc: Any, batsim_state: str) -> JobStatus:
         message = None if template is None else template.format(
             rc=rc, walltime=record.request.walltime, state=batsim_state)
-        exit_code = rc if isinstance(rc, int) and batsim_state in ("COMPLETED_SUCCESSFULLY",
-                                                                   "COMPLETED_FAILED") else None
-        return JobStatus._owning(state, t, message, exit_code, self._where(record, batsim_state))
+        exit_code = rc if isinstance(rc, int) and batsim_state in (protocol.COMPLETED_SUCCESSFULLY,
+                                                                   protocol.COMPLETED_FAILED) else None
+        return JobStatus.owning(state, t, message, exit_code, self._where(record, batsim_state))
 
     def _active(self, record: Record, t: float, update: Optional[dict[str, Any]]) -> JobStatus:
         """The job started; ``update``: the SUCCESS response's annotations (RFC 27: those
@@ -504,7 +504,7 @@ class JobManager:
         metadata = self._where(record, "RUNNING")
         if record.annotations:
             metadata["annotations"] = record.annotations
-        return JobStatus._owning(JobState.ACTIVE, t, None, None, metadata)
+        return JobStatus.owning(JobState.ACTIVE, t, None, None, metadata)
 
     def _annotated(self, record: Record, update: dict[str, Any], refresh: bool) -> Optional[JobStatus]:
         """RFC 27 annotation merging; with ``refresh``, the queued job's new pending
@@ -521,8 +521,8 @@ class JobManager:
                 if key in sched:
                     template[key] = sched[key]
             queued = self._queued = (annotations, template)
-        # each status its own dict (JobStatus._owning), the annotations in it shared
-        return JobStatus._owning(JobState.QUEUED, current.time, None, None, dict(queued[1]))
+        # each status its own dict (JobStatus.owning), the annotations in it shared
+        return JobStatus.owning(JobState.QUEUED, current.time, None, None, dict(queued[1]))
 
     def _merge(self, current: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
         """:func:`merge_annotations`, made once for a run of equal merges: a scheduler's

@@ -15,7 +15,7 @@ wait before replying (:meth:`Pacer.hold`), given what the client is doing (a
   still, so a script's jobs get the same simulated times on every run. Clients that
   wait on callbacks instead get the simulation moving after ``grace`` idle seconds.
   ``Job.wait`` is observed through :class:`WaitTracker`, the condition variable the
-  executor gives jobs for waiting (``JobExecutor._wait_condition``).
+  executor gives jobs for waiting (``JobExecutor.wait_condition``).
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ class VirtualTime(Pacer):
 class WaitTracker(threading.Condition):
     """A job's condition variable that counts the threads blocked in ``Job.wait()``.
 
-    ``Job.wait`` blocks on the condition its executor's ``_wait_condition`` hook made
+    ``Job.wait`` blocks on the condition its executor's ``wait_condition`` hook made
     (on the first wait); the Batsim executor makes this one in virtual time. A waiter counts from the moment it blocks until it is notified
     (a status change): the count drops in the notifying thread, before the waiter even
     runs, so the simulation never moves on while a woken client is deciding what to do

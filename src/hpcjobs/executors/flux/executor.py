@@ -130,7 +130,7 @@ class FluxJobExecutor(JobExecutor):
                     # for what it checks itself (an unknown queue), with the reason
                     raise InvalidJobException(f"Flux rejected the job: {e.strerror or e}",
                                               e) from None
-                job._bind(self, jobid.f58)
+                job.bind(self, jobid.f58)
                 self._jobs[int(jobid)] = ([job], self._job_events(jobid.f58))
                 self._watcher.follow(int(jobid))
                 # also under the lock: statuses of one job are reported in order
@@ -171,7 +171,7 @@ class FluxJobExecutor(JobExecutor):
             self._set_job_status(job, JobStatus(
                 JobState.FAILED, message=f"{native_id!r} is not a Flux job id"))
             return
-        job._bind(self, jobid.f58)
+        job.bind(self, jobid.f58)
         events = self._job_events(jobid.f58)
         self._watcher.start()
         with self._lock:

@@ -106,7 +106,7 @@ class LocalJobExecutor(JobExecutor):
                     del self._jobs[native_id]
                 raise SubmitException(f"the local job nanny (pid {link.pid}) is gone", e,
                                       transient=True) from e
-            job._bind(self, native_id)
+            job.bind(self, native_id)
         log.debug("job %s submitted as local job %s", job.id, native_id)
         self._set_job_status(job, JobStatus(JobState.QUEUED))
 
