@@ -323,7 +323,7 @@ def test_annotations_while_queued(executor: JobExecutor, sched_debug: None) -> N
     assert (blocker.status.metadata or {})["nodes"] == real_flux.NODES  # from the journal's R
 
 
-def test_dependencies_and_urgency(executor: JobExecutor) -> None:
+def test_dependencies_and_urgency(executor: JobExecutor, tmp_path: Path) -> None:
     """depend-urgency.txt through custom attributes ``flux.dependencies``/``flux.urgency``."""
     parent = Job(JobSpec("/bin/sleep", ["1"]))
     executor.submit(parent)
@@ -334,11 +334,15 @@ def test_dependencies_and_urgency(executor: JobExecutor) -> None:
     status = child.wait(timeout=WAIT)
     assert status is not None and status.state is JobState.COMPLETED
 
-    failing = Job(sh("exit 1"))
+    # the failing job ends only once its dependant is in: Flux refuses a dependency on a
+    # job that has already failed at submit, which a loaded machine would otherwise race
+    submitted = tmp_path / "orphan-submitted"
+    failing = Job(sh(f'until [ -e "{submitted}" ]; do sleep 0.05; done; exit 1'))
     executor.submit(failing)
     orphan = Job(JobSpec("/bin/true", attributes=JobAttributes(custom_attributes={
         "flux.dependencies": [{"scheme": "afterok", "value": failing.native_id}]})))
     executor.submit(orphan)
+    submitted.touch()
     status = orphan.wait(timeout=WAIT)
     assert status is not None and status.state is JobState.FAILED
     assert status.message is not None and status.message.startswith(
