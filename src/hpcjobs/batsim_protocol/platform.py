@@ -134,6 +134,20 @@ class Platform:
             self._route_cache[key] = cached
         return cached
 
+    def message_time(self, src: str) -> float:
+        """How long one of Batsim's internal messages (one byte) takes from host ``src``
+        to the master host, where Batsim's server runs: the route's latency plus a byte
+        at its narrowest bandwidth. From the master to itself, a cluster without a
+        loopback sends it up and down the master's own link, as SimGrid does."""
+        links = self.route(src, self.master)
+        if not links and src == self.master:
+            cluster = self._where[src].cluster
+            if cluster is not None and src in cluster.host_links:
+                links = list(cluster.host_links[src])
+        if not links:
+            return 0.0
+        return sum(link.latency for link in links) + 1.0 / min(link.bandwidth for link in links)
+
     def _route(self, src: str, dst: str) -> list[Link]:
         zs, zd = self._where[src], self._where[dst]
         if zs is zd:

@@ -13,6 +13,7 @@ Batsim's timing rules this engine reproduces (fixtures/batsim-4.2.1, docs/sim.md
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import logging
 import math
@@ -39,6 +40,10 @@ Event = dict[str, Any]
 
 #: the shortest wait of a CALL_ME_LATER, as Batsim's waiter sleeps
 MIN_CALL_WAIT = 1e-5
+#: SimGrid's timing precision ("precision/timing", 1e-9 s): a timer due less than this
+#: after a step of the simulation ends at that step; one due exactly that much later
+#: (a message's transfer on a 1 GBps route) does not, hence the margin
+SNAP = 0.999e-9
 
 _SUBMIT, _COMPLETE, _CALL, _NOTIFY = 0, 1, 2, 3
 #: the rank of an internal event among those of its instant (see Engine._push); a
@@ -148,6 +153,13 @@ class Engine:
         master = platform.master
         self._latency = any(link.latency > 0 for host in [platform.master, *(h.name for h in platform.compute)]
                             for link in platform.route(master, host))
+        # On a zero-latency platform, Batsim's clock runs ahead of the times it shows by
+        # its internal messages: each takes a byte's transfer (``_delta`` from the
+        # master's actors, ``_host_delta`` from a job's first host) and the server
+        # receives them one at a time; which events share a message follows from that
+        # clock (see _pop_group). On a platform with latency, one message per source.
+        self._delta = 0.0 if self._latency else platform.message_time(master)
+        self._host_delta: dict[int, float] = {}
         self._named_calls: dict[str, list[_Call]] = {}
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "EXECUTE_JOB": self._execute, "REJECT_JOB": self._reject, "KILL_JOB": self._kill,
@@ -220,6 +232,7 @@ class Engine:
             raise ProtocolViolation(f"reply 'now' ({now}) is earlier than the request's 'now' ({shown(asked)})")
         now = max(now, asked)  # (the request showed the time rounded to the microsecond)
         previous = asked
+        cursor = server = asked  # zero-latency: the request-reply actor's and the server's clocks
         for index, event in enumerate(events):
             stamp = event["timestamp"]
             kind = event["type"]
@@ -233,15 +246,33 @@ class Engine:
                 raise ProtocolViolation(f"event #{index} ({kind}) has timestamp {stamp}, earlier than "
                                         f"{which} ({previous}): events must be in time order")
             previous = stamp
-            self._advance(stamp, decision=not self._latency)
-            self.now = stamp
             handler = self._handlers.get(kind)
             if handler is None:
                 raise ProtocolViolation(f"event #{index}: unsupported or unknown event type {kind!r}")
+            if self._latency:
+                self._advance(stamp)
+                self.now = stamp
+            else:
+                # Batsim's request-reply actor sleeps until a decision's time if it is
+                # later, then posts it to the server, which takes it a message later
+                cursor = max(cursor, stamp)
+                server = self._take(cursor, server)
+                receipt = max(cursor, server) + self._delta
+                server = self._take(receipt, receipt, decision=stamp)
+                self.now = cursor = receipt
             handler(event["data"])
-        if now > asked:
-            self._advance(now)
-        self.now = now
+        if self._latency:
+            if now > asked:
+                self._advance(now)
+            self.now = now
+            return
+        # the actor sleeps until the reply's time, then tells the server it is ready:
+        # the server then sends what it has once it took what was posted by then
+        cursor = max(cursor, now)
+        server = self._take(cursor, server)
+        ready = max(cursor, server) + self._delta
+        server = self._take(ready, ready)
+        self.now = self._receive(server, start=False)
 
     # ---- heap ----------------------------------------------------------------------
     def _push(self, when: float, kind: int, sub: int, payload: Any, rank: int = -1,
@@ -254,6 +285,9 @@ class Engine:
         submitter's next step), then parallel tasks that finish by themselves (rank 2,
         a few scheduling rounds later)."""
         self._seq += 1
+        if kind == _SUBMIT:
+            # Batsim's submitter posts its message a transfer after the submission time
+            when += self._delta
         if self._latency:
             # Batsim's messages travel over the simulated network: each source's reach
             # the decision process at its own time, in its own message (docs/sim.md)
@@ -263,24 +297,92 @@ class Engine:
         heapq.heappush(self._heap, (when, rank, self.now if registered < 0 else registered, self._seq,
                                     kind, sub, payload))
 
-    def _advance(self, limit: float, decision: bool = False) -> None:
-        """Handle the internal events due by ``limit``; before a ``decision`` stamped
-        ``limit``, not the parallel tasks ending exactly then: they reach Batsim's
-        server after the decisions of that instant (a job killed then ends killed)."""
+    def _advance(self, limit: float) -> None:
+        """Handle the internal events due by ``limit`` (platforms with latency)."""
         heap = self._heap
-        while heap and (heap[0][0] < limit or heap[0][0] == limit and not (decision and heap[0][1] == 2)):
+        while heap and heap[0][0] <= limit:
             self._pop_group()
 
-    def _pop_group(self) -> None:
-        """Handle the events of the next instant and rank (see :meth:`_push`)."""
+    def _take(self, limit: float, server: float, decision: float = -1.0) -> float:
+        """While the decision process's reply is applied (zero-latency platforms): the
+        server receives the messages posted before ``limit`` (it is busy until
+        ``server``), and returns when it is free. Before a decision stamped
+        ``decision``, not the parallel tasks ending at that instant: they reach the
+        server after that instant's decisions (a job killed then ends killed)."""
         heap = self._heap
-        group = [heapq.heappop(heap)]
-        when, rank = group[0][0], group[0][1]
-        while heap and heap[0][0] == when and heap[0][1] == rank:
-            group.append(heapq.heappop(heap))
+        while heap and heap[0][0] < limit and not (heap[0][1] == 2 and shown(heap[0][0]) <= decision):
+            server = self._receive(server, limit, hold=decision)
+        return server
+
+    def _pop_group(self, limit: float = math.inf) -> None:
+        """Handle the events of the next message (see :meth:`_push`), due before
+        ``limit``: on a platform with latency, those of one instant and rank; on a
+        zero-latency platform, those Batsim's server takes before its mailbox is empty
+        (:meth:`_receive`), which sets the clock to when it sends them."""
+        heap = self._heap
+        if self._latency:
+            group = [heapq.heappop(heap)]
+            when, rank = group[0][0], group[0][1]
+            while heap and heap[0][0] == when and heap[0][1] == rank:
+                group.append(heapq.heappop(heap))
+            self._handle(group, when)
+            return
+        while heap and not self._live(heap[0]):
+            heapq.heappop(heap)  # a killed job's planned end: nothing happens then
+        if heap and heap[0][0] < limit:
+            self.now = max(self.now, self._receive(heap[0][0], limit))
+
+    def _live(self, entry: tuple[float, int, float, int, int, int, Any]) -> bool:
+        """Whether a heap entry still sends a message (a killed job's end does not)."""
+        if entry[4] != _COMPLETE:
+            return True
+        job, token = entry[6]
+        return bool(job.token == token and job.state == RUNNING)
+
+    def _receive(self, free: float, limit: float = math.inf, start: bool = True, hold: float = -1.0) -> float:
+        """Batsim's server on a zero-latency platform, idle from ``free`` on: it
+        receives one message at a time, each a transfer (:meth:`_message_time`) after
+        it was posted and after the previous one, and sends the decision process what
+        it has once its mailbox is empty. A timer due before then (or within SimGrid's
+        timing precision of one of those steps: not a parallel task, whose end is
+        computed, not timed) has posted by then; messages posted at one step reach
+        the server in the order their timers were set. Handles them (those due
+        before ``limit``, the first one whenever with ``start``, not the parallel
+        tasks ending by ``hold``: see :meth:`_take`) and returns when the server is
+        free again."""
+        heap = self._heap
+        group: list[tuple[float, int, float, int, int, int, Any]] = []
+        steps: list[float] = []  # when something happens while the server receives
+        while heap:
+            due, entry_rank = heap[0][0], heap[0][1]
+            if due >= limit or (entry_rank == 2 and shown(due) <= hold):
+                break
+            if (group or not start) and due >= free + (0.0 if entry_rank == 2 else SNAP):
+                break
+            entry = heapq.heappop(heap)
+            if not self._live(entry):
+                continue
+            # a timer due within the precision of the server's current step ends then
+            post = due if not steps or entry_rank == 2 or due >= free + SNAP else min(due, free)
+            steps.append(max(free, post))
+            free = max(free, post) + self._message_time(entry)
+            steps.append(free)
+            group.append(entry)
+        if len(group) > 1:
+            def posted(e: tuple[float, int, float, int, int, int, Any]) -> float:
+                """When a timer posts: at the first step within the precision of its end."""
+                index = bisect.bisect_right(steps, e[0] - (0.0 if e[1] == 2 else SNAP))
+                return min(e[0], steps[index]) if index < len(steps) else e[0]
+            group.sort(key=lambda e: (posted(e), e[2], e[3]))
+        if group:
+            self._handle(group, free)
+        return free
+
+    def _handle(self, group: list[tuple[float, int, float, int, int, int, Any]], free: float) -> None:
+        """Handle a message's internal events; ``free``: when the server has them."""
         self._byes = 0
         first_bye = -1  # index of the first submission that ended its workload
-        for index, (_, _, _, _, kind, sub, payload) in enumerate(group):
+        for index, (due, _, _, _, kind, sub, payload) in enumerate(group):
             if self._byes and first_bye < 0:
                 first_bye = index - 1
             if kind == _COMPLETE:
@@ -288,10 +390,10 @@ class Engine:
                 # completions of killed jobs are left in the heap: skip them without
                 # moving the clock
                 if job.token == token and job.state == RUNNING:
-                    self.now = when
+                    self.now = due
                     self._complete(job)
                 continue
-            self.now = when
+            self.now = due
             if kind == _SUBMIT:
                 self._submit_static(sub)
             elif kind == _NOTIFY:
@@ -303,12 +405,25 @@ class Engine:
         if self._byes and not self._static_left:
             # a submitter says goodbye one scheduling round after Batsim's server took
             # its last submission: if the server is still busy with this instant's other
-            # messages then, the NOTIFY travels with them (docs/sim.md)
+            # messages then, the NOTIFY travels with them; else it posts just after the
+            # server sent them (docs/sim.md)
             if first_bye < len(group) - 1 and not self._latency:
                 self._emit("NOTIFY", {"type": "no_more_static_job_to_submit"})
             else:
-                self._push(when, _NOTIFY, 0, None)
+                self._push(free, _NOTIFY, 0, None)
         self._byes = 0
+
+    def _message_time(self, entry: tuple[float, int, float, int, int, int, Any]) -> float:
+        """How long the message of a heap entry takes to reach Batsim's server."""
+        if entry[4] != _COMPLETE:
+            return self._delta
+        job = entry[6][0]
+        first = job.alloc[0] if job.alloc else -1
+        delta = self._host_delta.get(first)
+        if delta is None:
+            host = self.platform.compute[first].name if first >= 0 else self.platform.master
+            delta = self._host_delta[first] = self.platform.message_time(host)
+        return delta
 
     def _requested_call(self, call: _Call | None) -> None:
         if call is None:  # the JSON protocol's anonymous one-shot call
