@@ -3,12 +3,11 @@
 Batsim's timing rules this engine reproduces (fixtures/batsim-4.2.1, docs/sim.md):
 - Events that happen while the decision process is deciding (between a request's
   ``now`` and its reply's ``now``) travel together in the next message.
-- Otherwise each source of events at one instant gets its own message, in this order:
-  static submissions (one message per workload), job completions, requested calls,
-  then ``no_more_static_job_to_submit``.
-- Each decision is applied at its own timestamp, after every internal event due at or
-  before that timestamp (so a reply whose ``now`` is later models decision time).
-- Batsim's own messages cost no simulated time here (docs/sim.md, "Departures").
+- On a zero-latency platform, Batsim's own clock: each internal message takes a byte's
+  transfer to the master host, the server takes one at a time and sends what it has
+  once its mailbox is empty (:meth:`Engine._receive`); on a platform with latency, one
+  message per source of events.
+- Each decision takes effect when Batsim's server would receive it.
 """
 
 from __future__ import annotations
