@@ -53,10 +53,13 @@ def reg_job(name: str) -> tuple[str, dict[str, Any]]:
 
 CASES: dict[str, tuple[list[Reply], str, tuple[str, ...], list[dict[str, Any]] | None]] = {
     "event later than now": (
-        [lambda m: (0.0, [ev(1.0, "CALL_ME_LATER", timestamp=5.0)])], "later than the message's 'now'", (), None),
+        [lambda m: (0.0, [ev(1.0, "CALL_ME_LATER", timestamp=5.0)])],
+        # named by protocol and message number, as every other refusal
+        "JSON protocol, message 1: event #0 (CALL_ME_LATER) has timestamp 1.0, later than the message's 'now'", (),
+        None),
     "events out of order": (
         [lambda m: (2.0, [ev(1.0, "CALL_ME_LATER", timestamp=5.0), ev(0.5, "CALL_ME_LATER", timestamp=6.0)])],
-        "must be in time order", (), None),
+        "JSON protocol, message 1: event #1 (CALL_ME_LATER) has timestamp 0.5, earlier than", (), None),
     "reply earlier than request": (
         [at_now(), lambda m: (m["now"] - 1, [])], "earlier than the request's 'now'", (),
         [{"id": "a", "subtime": 3, "res": 1, "profile": "d5"}]),

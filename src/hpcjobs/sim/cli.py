@@ -131,7 +131,7 @@ def run(argv: list[str]) -> int:
             if hello_first:
                 options = hello(channel, options)
             engine = Engine(platform, workloads, options)
-            serve(engine, channel)
+            serve(engine, channel, get_codec(args.protocol).name, 1 if hello_first else 0)
         except ProtocolError as exc:
             if hello_first:
                 # Batsim 5 tells the decision process why it stops

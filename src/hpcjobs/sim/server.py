@@ -15,6 +15,7 @@ from ..batsim_protocol.transports import Channel
 from ..batsim_protocol.transports.unix import UnixServerChannel
 from ..batsim_protocol.transports.zeromq import ReqChannel
 from .engine import Engine, Options
+from ..batsim_protocol.errors import ProtocolError
 from .errors import ProtocolViolation
 
 log = logging.getLogger(__name__)
@@ -35,17 +36,23 @@ def open_channel(protocol: str, endpoint: str, timeout: float, redis_url: Option
                                          redis_store.prefix_for(endpoint))
 
 
-def serve(engine: Engine, channel: Channel) -> None:
-    """Run the request/reply loop until SIMULATION_ENDS has been answered."""
+def serve(engine: Engine, channel: Channel, protocol: str = "", received: int = 0) -> None:
+    """Run the request/reply loop until SIMULATION_ENDS has been answered; a reply the
+    engine refuses is named by ``protocol`` and its number (``received`` replies came
+    before the loop), as the codecs name the replies they cannot read."""
     events = engine.simulation_begins()
     while True:
         reply = channel.exchange(Message(engine.shown_now, events))
+        received += 1
         if engine.ended:
             ignored = [e for e in reply.events if e["type"] != "NOP"]  # legacy: "nothing to say"
             if ignored:
                 log.warning("ignoring %d event(s) in the reply to SIMULATION_ENDS", len(ignored))
             return
-        engine.apply_reply(reply.now, reply.events)
+        try:
+            engine.apply_reply(reply.now, reply.events)
+        except ProtocolError as exc:
+            raise exc.at(protocol, received) if protocol else exc
         events = engine.next_events()
 
 
