@@ -271,7 +271,7 @@ class Engine:
         server = self._take(cursor, server)
         ready = max(cursor, server) + self._delta
         server = self._take(ready, ready)
-        self.now = self._receive(server, start=False)
+        self.now = self._receive(server, start=False, prev=server - self._delta)
 
     # ---- heap ----------------------------------------------------------------------
     def _push(self, when: float, kind: int, sub: int, payload: Any, rank: int = -1,
@@ -338,17 +338,19 @@ class Engine:
         job, token = entry[6]
         return bool(job.token == token and job.state == RUNNING)
 
-    def _receive(self, free: float, limit: float = math.inf, start: bool = True, hold: float = -1.0) -> float:
+    def _receive(self, free: float, limit: float = math.inf, start: bool = True, hold: float = -1.0,
+                 prev: float = -math.inf) -> float:
         """Batsim's server on a zero-latency platform, idle from ``free`` on: it
         receives one message at a time, each a transfer (:meth:`_message_time`) after
         it was posted and after the previous one, and sends the decision process what
         it has once its mailbox is empty. A timer due before then (or within SimGrid's
-        timing precision of one of those steps: not a parallel task, whose end is
-        computed, not timed) has posted by then; messages posted at one step reach
-        the server in the order their timers were set. Handles them (those due
-        before ``limit``, the first one whenever with ``start``, not the parallel
-        tasks ending by ``hold``: see :meth:`_take`) and returns when the server is
-        free again."""
+        timing precision of an earlier step: not a parallel task, whose end is
+        computed, not timed) has posted by then; one ending at the very step the
+        server looks posts after it looked (measured); messages posted at one step
+        reach the server in the order their timers were set. Handles them (those due
+        before ``limit``, the first one whenever with ``start``, else after the step
+        ``prev``; not the parallel tasks ending by ``hold``: see :meth:`_take`) and
+        returns when the server is free again."""
         heap = self._heap
         group: list[tuple[float, int, float, int, int, int, Any]] = []
         steps: list[float] = []  # when something happens while the server receives
@@ -356,16 +358,14 @@ class Engine:
             due, entry_rank = heap[0][0], heap[0][1]
             if due >= limit or (entry_rank == 2 and shown(due) <= hold):
                 break
-            if (group or not start) and due >= free + (0.0 if entry_rank == 2 else SNAP):
+            if (group or not start) and not (due < free or (entry_rank != 2 and due - prev < SNAP)):
                 break
             entry = heapq.heappop(heap)
             if not self._live(entry):
                 continue
-            # a timer due within the precision of the server's current step ends then
-            post = due if not steps or entry_rank == 2 or due >= free + SNAP else min(due, free)
-            steps.append(max(free, post))
-            free = max(free, post) + self._message_time(entry)
-            steps.append(free)
+            prev = max(free, due) if not group and start else max(free, min(due, prev))
+            free = prev + self._message_time(entry)
+            steps += [prev, free]
             group.append(entry)
         if len(group) > 1:
             def posted(e: tuple[float, int, float, int, int, int, Any]) -> float:
