@@ -201,3 +201,44 @@ def test_job_data_travel_through_redis_and_a_missing_key_is_named(tmp_path: Path
     thread.join(10)
     server.close()
     client.delete(*client.keys(prefix.replace("[", "\\[") + "*"))
+
+
+@pytest.mark.parametrize("job_id, job, document", [
+    # the specification's example: the job number as a number, every required key
+    ("w!1", {"id": "w!1", "subtime": 10, "walltime": 100, "res": 4, "profile": "2"},
+     {"id": 1, "subtime": 10, "walltime": 100, "res": 4, "profile": "2"}),
+    # no walltime in the workload: -1, Batsim's "none"; other keys follow the required ones
+    ("w!7", {"id": "w!7", "subtime": 0.5, "res": 1, "profile": "p", "user": "a"},
+     {"id": 7, "subtime": 0.5, "walltime": -1, "res": 1, "profile": "p", "user": "a"}),
+    # a named job has no number: its name
+    ("w!j1", {"id": "w!j1", "subtime": 0, "res": 1, "profile": "p", "walltime": 5.0},
+     {"id": "j1", "subtime": 0, "walltime": 5.0, "res": 1, "profile": "p"}),
+    ("w!007", {"id": "w!007", "subtime": 0, "res": 1, "profile": "p"},
+     {"id": "007", "subtime": 0, "walltime": -1, "res": 1, "profile": "p"}),
+])
+def test_job_documents_in_redis_hold_what_the_specification_requires(
+        tmp_path: Path, redis_url: str, job_id: str, job: dict[str, Any], document: dict[str, Any]) -> None:
+    """Read as a decision process written from the data-storage page would: the raw
+    ``job_<id>`` key, with id, subtime, walltime, res and profile; our own reading end
+    gives the job back as the JSON protocol has it."""
+    import json
+
+    path = str(tmp_path / "batsim.sock")
+    client = redis_store.connect(redis_url)
+    prefix = redis_store.prefix_for(path)
+    server = redis_store.PublishingChannel(UnixServerChannel(path, codec, timeout=10), client, prefix)
+    thread = threading.Thread(target=lambda: server.exchange(
+        Message(1.0, [ev(1.0, "JOB_SUBMITTED", job_id=job_id, job=job, profile={"type": "delay", "delay": 1})])))
+    thread.start()
+    dp = redis_store.ReadingEndpoint(UnixClientEndpoint(path, codec), client, prefix)
+    try:
+        submitted = dp.receive(lambda: None).events[0]["data"]
+        raw = json.loads(client.get(f"{prefix}job_{job_id}"))
+        assert raw == document and list(raw)[:5] == ["id", "subtime", "walltime", "res", "profile"]
+        assert submitted["job"] == job
+        dp.send(Message(1.0, []))
+    finally:
+        dp.close()
+        thread.join(10)
+        server.close()
+        client.delete(*client.keys(prefix.replace("[", "\\[") + "*"))

@@ -21,7 +21,7 @@ from .errors import PeerGone, ProtocolError
 from .events import Message
 from .transports import Channel, Endpoint
 
-__all__ = ["connect", "prefix_for", "PublishingChannel", "ReadingEndpoint"]
+__all__ = ["connect", "job_document", "prefix_for", "PublishingChannel", "ReadingEndpoint"]
 
 
 def connect(url: str) -> redis.Redis:
@@ -37,6 +37,23 @@ def connect(url: str) -> redis.Redis:
 def prefix_for(socket_path: str) -> str:
     """The key prefix of the simulation on ``socket_path``: its absolute name and ':'."""
     return os.path.abspath(socket_path) + ":"
+
+
+#: the keys every job document must contain, in the order of the specification's example
+JOB_KEYS = ("id", "subtime", "walltime", "res", "profile")
+
+
+def job_document(job_id: str, job: dict[str, Any]) -> dict[str, Any]:
+    """The ``job_<id>`` document of a submitted job: every key the specification requires
+    (``walltime`` -1 for a job without one, as Batsim writes it), then the workload's
+    others. ``id`` is "the job number within a given workload": a number when the job's
+    name is one, else the name."""
+    name = job_id.split("!", 1)[1]
+    number: int | str = int(name) if name.lstrip("-").isdigit() and str(int(name)) == name else name
+    doc: dict[str, Any] = {"id": number, "subtime": job["subtime"], "walltime": job.get("walltime", -1),
+                           "res": job["res"], "profile": job["profile"]}
+    doc.update((key, value) for key, value in job.items() if key not in JOB_KEYS)
+    return doc
 
 
 class PublishingChannel:
@@ -58,10 +75,8 @@ class PublishingChannel:
             if kind == "SIMULATION_BEGINS":
                 pipe.set(self._prefix + "nb_res", str(data["nb_compute_resources"]))
             elif kind == "JOB_SUBMITTED":
-                job = dict(data["job"])
                 job_id = data["job_id"]
-                job["id"] = job_id.split("!", 1)[1]  # "the job number within a given workload"
-                pipe.set(f"{self._prefix}job_{job_id}", json.dumps(job))
+                pipe.set(f"{self._prefix}job_{job_id}", json.dumps(job_document(job_id, data["job"])))
                 pipe.set(f"{self._prefix}profile_{job_id}", json.dumps(data.get("profile", {})))
         try:
             pipe.execute()
@@ -102,8 +117,10 @@ class ReadingEndpoint:
             keys = [f"{kind}_{data['job_id']}" for data in submitted for kind in ("job", "profile")]
             values = iter(self._get(keys))
             for data, key in zip(submitted, keys[::2]):
-                data["job"] = self._json(key, next(values))
-                data["job"]["id"] = data["job_id"]
+                job = data["job"] = self._json(key, next(values))
+                job["id"] = data["job_id"]
+                if job.get("walltime") == -1:
+                    del job["walltime"]  # none: the JSON protocol leaves it out
                 data["profile"] = self._json(key.replace("job_", "profile_", 1), next(values))
         return msg
 
