@@ -7,6 +7,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from simharness import INPUTS, write_json
 
 ZL = str(INPUTS / "zero_latency_platform.xml")
@@ -87,3 +89,40 @@ def test_reply_with_non_finite_now_is_refused(start_sim: Any) -> None:
     sim.dp.sock.send(b'{"now": NaN, "events": []}')
     code, err = sim.finish()
     assert code == 3 and "'now' is missing or not a number" in err, err
+
+
+@pytest.mark.parametrize("protocol", ["batprotocol", "batprotocol_json"])
+def test_simulation_begins_carries_the_command_line(protocol: str, tmp_path: Path) -> None:
+    """batprotocol's SimulationBeginsEvent.batsim_arguments: "Batsim's command-line
+    arguments as received by Batsim" (the program first), read by a decision process
+    of our own protocol stack; the JSON protocol's SIMULATION_BEGINS has no such field."""
+    import subprocess
+    import sys
+
+    from hpcjobs.batsim_protocol.events import Message, edc_hello
+    from hpcjobs.executors.batsim.decide import open_endpoint
+    from hpcjobs.executors.batsim.platform import write_platform
+
+    platform = str(write_platform(tmp_path / "p.xml", 2, 1, "1Gf"))
+    endpoint = f"ipc://{tmp_path}/s"
+    args = ["--protocol", protocol, "-p", platform, "-s", endpoint, "-e", str(tmp_path / "out"), "-q",
+            "--enable-dynamic-jobs"]
+    dp = open_endpoint(protocol, endpoint, None, 30.0)
+    sim = subprocess.Popen([sys.executable, "-m", "hpcjobs.sim", *args], stderr=subprocess.PIPE, text=True)
+    try:
+        msg = dp.receive(lambda: None)
+        dp.send(Message(msg.now, [edc_hello(msg.now)]))
+        begins = dp.receive(lambda: None)
+        data = begins.events[0]["data"]
+        assert begins.events[0]["type"] == "SIMULATION_BEGINS"
+        assert data["batsim_arguments"][1:] == args and data["batsim_arguments"][0].endswith("__main__.py")
+        dp.send(Message(begins.now, [ev(begins.now, "NOTIFY", type="registration_finished")]))
+        while not any(e["type"] == "SIMULATION_ENDS" for e in dp.receive(lambda: None).events):
+            dp.send(Message(0.0, []))
+        dp.send(Message(0.0, []))
+        assert sim.wait(30) == 0, sim.stderr.read() if sim.stderr else ""
+    finally:
+        dp.close()
+        if sim.poll() is None:
+            sim.kill()
+        sim.communicate()

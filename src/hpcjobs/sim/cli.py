@@ -125,6 +125,9 @@ def run(argv: list[str]) -> int:
             options = dataclasses.replace(options, executors_match_res=False)
         if args.protocol == "legacy":
             options = dataclasses.replace(options, forward_profiles=True)  # profile_<id> in Redis
+        if args.protocol.startswith("batprotocol"):
+            # "Batsim's command-line arguments as received by Batsim": argv, program first
+            options = dataclasses.replace(options, arguments=(sys.argv[0], *argv))
         engine = None
         hello_first = get_codec(args.protocol).hello  # Batsim 5: the decision process says hello
         try:

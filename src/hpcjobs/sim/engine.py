@@ -76,6 +76,9 @@ class Options:
     #: only 1 were given", "the custom mapping size (2) does not match the job requested
     #: number of machines (1)"); the other protocol generations are not held to it
     executors_match_res: bool = True
+    #: batprotocol: SIMULATION_BEGINS lists the simulator's command line as it received
+    #: it (program first); None: the JSON protocol, whose SIMULATION_BEGINS has no such field
+    arguments: tuple[str, ...] | None = None
 
 
 class _Call:
@@ -210,6 +213,8 @@ class Engine:
         }
         if not opts.forward_profiles_on_begins:
             del data["profiles"]
+        if opts.arguments is not None:
+            data["batsim_arguments"] = list(opts.arguments)
         return [{"timestamp": 0.0, "type": "SIMULATION_BEGINS", "data": data}]
 
     def next_events(self) -> list[Event]:
