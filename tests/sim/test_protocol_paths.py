@@ -126,3 +126,39 @@ def test_simulation_begins_carries_the_command_line(protocol: str, tmp_path: Pat
         if sim.poll() is None:
             sim.kill()
         sim.communicate()
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("decision_component_name", "my,dp", "decision_component_name 'my,dp' contains a comma or a double quote"),
+    ("decision_component_version", '1"2', "decision_component_version '1\"2' contains a comma"),
+    ("decision_component_commit", "abc,def", "decision_component_commit 'abc,def' contains a comma"),
+    ("batprotocol_version", "latest", "batprotocol_version 'latest' is not a released version"),
+])
+def test_a_hello_against_the_schema_is_refused_naming_the_field(tmp_path: Path, field: str, value: str,
+                                                                words: str) -> None:
+    """EDCHelloEvent: the schema forbids a comma or a double quote in the decision
+    component's name, version and commit, and expects a released batprotocol version."""
+    import subprocess
+    import sys
+
+    from hpcjobs.batsim_protocol.events import Message, edc_hello
+    from hpcjobs.executors.batsim.decide import open_endpoint
+    from hpcjobs.executors.batsim.platform import write_platform
+
+    platform = str(write_platform(tmp_path / "p.xml", 2, 1, "1Gf"))
+    endpoint = f"ipc://{tmp_path}/s"
+    dp = open_endpoint("batprotocol", endpoint, None, 30.0)
+    sim = subprocess.Popen([sys.executable, "-m", "hpcjobs.sim", "--protocol", "batprotocol", "-p", platform,
+                            "-s", endpoint, "-e", str(tmp_path / "out"), "-q"], stderr=subprocess.PIPE, text=True)
+    try:
+        msg = dp.receive(lambda: None)
+        hello = edc_hello(msg.now)
+        hello["data"][field] = value
+        dp.send(Message(msg.now, [hello]))
+        _, err = sim.communicate(timeout=30)
+        assert sim.returncode == 3 and "batprotocol protocol, message 1: EDCHelloEvent: " + words in err, err
+    finally:
+        dp.close()
+        if sim.poll() is None:
+            sim.kill()
+            sim.communicate()

@@ -132,7 +132,7 @@ def run(argv: list[str]) -> int:
         hello_first = get_codec(args.protocol).hello  # Batsim 5: the decision process says hello
         try:
             if hello_first:
-                options = hello(channel, options)
+                options = hello(channel, options, get_codec(args.protocol).name)
             engine = Engine(platform, workloads, options)
             serve(engine, channel, get_codec(args.protocol).name, 1 if hello_first else 0)
         except ProtocolError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 
 from typing import Optional
 
@@ -19,6 +20,10 @@ from ..batsim_protocol.errors import ProtocolError
 from .errors import ProtocolViolation
 
 log = logging.getLogger(__name__)
+
+
+#: a released batprotocol version ("0.1.0"), as EDCHelloEvent.batprotocol_version expects
+_VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 
 
 def open_channel(protocol: str, endpoint: str, timeout: float, redis_url: Optional[str]) -> Channel:
@@ -56,7 +61,15 @@ def serve(engine: Engine, channel: Channel, protocol: str = "", received: int = 
         events = engine.next_events()
 
 
-def hello(channel: Channel, options: Options) -> Options:
+def hello(channel: Channel, options: Options, protocol: str = "") -> Options:
+    """batprotocol's opening (:func:`_hello`); a refusal names ``protocol`` and message 1."""
+    try:
+        return _hello(channel, options)
+    except ProtocolError as exc:
+        raise exc.at(protocol, 1) if protocol else exc
+
+
+def _hello(channel: Channel, options: Options) -> Options:
     """batprotocol's opening: an empty message, answered by exactly one EDC_HELLO whose
     requested features (dynamic registration, acknowledgements, profile reuse and
     forwarding) switch on what the command line did not; SIMULATION_BEGINS follows."""
@@ -65,7 +78,18 @@ def hello(channel: Channel, options: Options) -> Options:
     if kinds != ["EDC_HELLO"]:
         raise ProtocolViolation(f"the decision process's first reply must hold exactly one EDCHelloEvent, "
                                 f"not {kinds}")
-    asked = reply.events[0]["data"]["requested_simulation_features"]
+    data = reply.events[0]["data"]
+    # the schema's rules on the hello's strings: a released batprotocol version, and no
+    # comma or double quote in the decision component's name, version and commit
+    if not _VERSION.fullmatch(str(data.get("batprotocol_version", ""))):
+        raise ProtocolViolation(f"EDCHelloEvent: batprotocol_version {data.get('batprotocol_version')!r} is not a "
+                                "released version (such as '0.1.0')")
+    for field in ("decision_component_name", "decision_component_version", "decision_component_commit"):
+        value = data.get(field)
+        if value is not None and ("," in value or '"' in value):
+            raise ProtocolViolation(f"EDCHelloEvent: {field} {value!r} contains a comma or a double quote, "
+                                    "which batprotocol forbids")
+    asked = data["requested_simulation_features"]
     dynamic = options.dynamic_jobs or asked["dynamic_registration"]
     log.info("EDC hello from %s %s", reply.events[0]["data"]["decision_component_name"],
              reply.events[0]["data"]["decision_component_version"])
