@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run the differential test on fresh seeds: each case on real Batsim and on hpcjobs.sim.
 
-    scripts/differential.py [--seeds N] [--first SEED] [--batsim PROGRAM] [--stop]
+    scripts/differential.py [--seeds N] [--first SEED] [--batsim PROGRAM] [--stop] [--distinct]
     scripts/differential.py --explain SEED [--batsim PROGRAM]
 
 Cases and comparison: tests/sim/differential.py. Prints one line per disagreement and a
@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "sim"))
 
-from differential import EMBEDDED, compare, make_case, run  # noqa: E402
+from differential import EMBEDDED, compare, distinct_case, make_case, run  # noqa: E402
 
 #: Batsim's debug log, each line stamped with the simulated time to 1e-12 s and the actor
 BATSIM_DEBUG = ["-v", "debug", "--sg-log=root.fmt:[%.12d]%e[%a]%e%m%n"]
@@ -82,6 +82,8 @@ def main() -> int:
     parser.add_argument("--first", type=int, default=None, help="first seed (default: random)")
     parser.add_argument("--batsim", default="batsim")
     parser.add_argument("--stop", action="store_true", help="stop at the first disagreement")
+    parser.add_argument("--distinct", action="store_true",
+                        help="cases whose times are drawn to the microsecond: no two events share an instant")
     parser.add_argument("--explain", type=int, metavar="SEED",
                         help="show one case's two transcripts and keep Batsim's debug log")
     args = parser.parse_args()
@@ -98,7 +100,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="hpcjobs-differential-") as tmp:
         try:
             for seed in range(first, first + args.seeds):
-                case = make_case(seed)
+                case = distinct_case(seed) if args.distinct else make_case(seed)
                 real = run(case, [batsim], Path(tmp) / f"{seed}-batsim")
                 ours = run(case, EMBEDDED, Path(tmp) / f"{seed}-sim")
                 diff = compare(real, ours)
@@ -112,7 +114,7 @@ def main() -> int:
                 shutil.rmtree(Path(tmp) / f"{seed}-sim", ignore_errors=True)
         except KeyboardInterrupt:
             interrupted = True  # Ctrl-C (or SIGINT): the summary of the seeds run so far
-    print(json.dumps({"first_seed": first, "seeds": done, "interrupted": interrupted, "disagreements": len(bad),
+    print(json.dumps({"first_seed": first, "distinct": args.distinct, "seeds": done, "interrupted": interrupted, "disagreements": len(bad),
                       "disagreeing_seeds": bad[:50], "seconds": round(time.monotonic() - started, 1)}))
     return 1 if bad or interrupted else 0
 

@@ -51,6 +51,9 @@ class Case:
     dynamic_jobs: list[tuple[float, int, dict[str, Any], float]] = field(default_factory=list)
     #: the platform file's text; None: write_platform's zero-latency one of ``hosts`` hosts
     platform: Optional[str] = None
+    #: times drawn to the microsecond (see :func:`distinct_case`): no two events share an
+    #: instant, but by a chance of about one in a million
+    distinct: bool = False
 
     def flags(self) -> list[str]:
         out = []
@@ -130,6 +133,62 @@ def make_case(seed: int) -> Case:
     return case
 
 
+def distinct_case(seed: int) -> Case:
+    """The case of ``seed`` with its times spread to the microsecond, so that no two
+    events share an instant: submissions, dynamic registrations, decision delays and
+    requested calls moved off the whole seconds, and every job given its own copy of
+    its profile (and of a composed profile's steps) with its own durations, so that
+    jobs started together do not end together. Walltimes keep their place relative to
+    the steps (at, around or after a step's end, as :func:`make_case` drew them)."""
+    case = make_case(seed)
+    rng = random.Random(seed * 104729 + 7)
+    profiles = case.workload["profiles"]
+    own: dict[str, Any] = {}
+
+    def spread(value: float, width: float) -> float:
+        return round(value + rng.uniform(0.0, width), 6)
+
+    def flops(value: float, factor: float) -> float:
+        # whole microseconds of work at 1 Gflop/s, for every executor count up to 6:
+        # no duration sits on a rounding tie of Batsim's six printed decimals
+        return float(round(value * factor / 6e4) * 6e4)
+
+    def copy(name: str, job: int, factor: float) -> str:
+        prof = dict(profiles[name])
+        if prof["type"] == "composed":
+            prof["seq"] = [copy(sub, job, factor) for sub in prof["seq"]]
+        elif prof["type"] == "delay":
+            prof["delay"] = round(prof["delay"] * factor, 6)
+        elif prof["type"] == "parallel":
+            prof["cpu"] = [flops(c, factor) for c in prof["cpu"]]
+        else:
+            prof["cpu"] = flops(prof["cpu"], factor)
+        own[f"{name}_{job}"] = prof
+        return f"{name}_{job}"
+
+    for index, job in enumerate(case.workload["jobs"]):
+        factor = 1 + round(rng.uniform(0.01, 0.3), 6)
+        job["profile"] = copy(job["profile"], index, factor)
+        job["subtime"] = spread(job["subtime"], 0.9)
+        if "walltime" in job:
+            job["walltime"] = round(job["walltime"] * factor, 6)
+    case.workload["profiles"] = own
+    case.workload["jobs"].sort(key=lambda job: job["subtime"])
+    for index, (t, res, prof, walltime) in enumerate(case.dynamic_jobs):
+        factor = 1 + round(rng.uniform(0.01, 0.3), 6)
+        if prof["type"] == "delay":
+            prof["delay"] = round(prof["delay"] * factor, 6)
+        elif prof["type"] == "parallel":
+            prof["cpu"] = [flops(c, factor) for c in prof["cpu"]]
+        else:
+            prof["cpu"] = flops(prof["cpu"], factor)
+        case.dynamic_jobs[index] = (spread(t, 0.9), res, prof, walltime if walltime == -1 else
+                                    round(walltime * factor, 6))
+    case.dynamic_jobs.sort(key=lambda d: d[0])
+    case.distinct = True
+    return case
+
+
 def _walltime(rng: random.Random, profiles: dict[str, Any], name: str, res: int) -> Optional[float]:
     """None (no walltime), or a walltime at or around one of the profile's step ends."""
     if rng.random() < 0.3:
@@ -187,12 +246,15 @@ class Decider:
             return {"now": now, "events": []}
         rng = self.rng
         t = now + rng.choice([0.5, 1.0, 2.5]) if rng.random() < self.case.p_delay else now
+        if t > now and self.case.distinct:
+            t = round(t + rng.uniform(0.0, 0.4), 6)
         out: list[Event] = []
         if self.running and rng.random() < self.case.p_kill:
             victim = rng.choice(sorted(self.running))
             out.append(_event(t, "KILL_JOB", {"job_ids": [victim]}))
             self.free += self.running.pop(victim)  # the kill ends it at t
-        if self.queue and rng.random() < self.case.p_reject:
+        # (distinct instants: a kill and a rejection never share a reply)
+        if self.queue and rng.random() < self.case.p_reject and not (self.case.distinct and out):
             victim = self.queue.pop(rng.randrange(len(self.queue)))
             out.append(_event(t, "REJECT_JOB", {"job_id": victim}))
         while self.planned and self.planned[0][0] <= t:
@@ -204,7 +266,8 @@ class Decider:
             self.finished_sent = True
         self._fcfs(t, out)
         if rng.random() < self.case.p_call:
-            self._call(t, t + rng.choice([0.5, 1.0, 3.0]), out)
+            self._call(t, round(t + rng.choice([0.5, 1.0, 3.0]) + (rng.uniform(0.0, 0.4) if self.case.distinct
+                                                                   else 0.0), 6), out)
         return {"now": t, "events": out}
 
     def _observe(self, event: Event) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from differential import EMBEDDED, Case, compare, make_case, run, walltime_ties
+from differential import EMBEDDED, Case, compare, distinct_case, make_case, run, walltime_ties
 
 SEEDS = [1, 2, 4, 5, 9, 12, 13, 15, 20, 21, 22, 23, 25, 26,
          # each disagreed until hpcjobs.sim did as Batsim: a killed job's progress written
@@ -56,6 +56,35 @@ def test_same_messages_and_outputs_as_real_batsim(seed: int, batsim: str, tmp_pa
     assert real.returncode == 0, real.stderr[-2000:]
     assert len(real.transcript) > 2 and real.rows  # a real run, not an empty one
     assert compare(real, ours) is None, compare(real, ours)
+
+
+#: fresh distinct-instant cases per run (scripts/differential.py --distinct runs thousands)
+DISTINCT_SEEDS = int(os.environ.get("HPCJOBS_DIFF_DISTINCT", "12"))
+
+
+def test_distinct_instants_give_the_same_messages_and_outcomes(batsim: str, tmp_path: Path) -> None:
+    """Where no two events share an instant, nothing is left to Batsim's clock: fresh
+    seeds of the generator, times drawn to the microsecond, must agree exactly (the
+    first seed is in the failure message; HPCJOBS_DIFF_SEED replays it)."""
+    import random
+
+    first = int(os.environ.get("HPCJOBS_DIFF_SEED") or random.randrange(10**9))
+    for seed in range(first, first + DISTINCT_SEEDS):
+        case = distinct_case(seed)
+        real = run(case, [batsim], tmp_path / f"{seed}-batsim")
+        ours = run(case, EMBEDDED, tmp_path / f"{seed}-sim")
+        assert real.returncode == 0, real.stderr[-2000:]
+        diff = compare(real, ours)
+        assert diff is None, f"seed {seed} (replay with HPCJOBS_DIFF_SEED={seed}): {diff}"
+
+
+def test_distinct_cases_share_no_instant() -> None:
+    """The distinct generator moves every time off the whole seconds of make_case."""
+    case = distinct_case(12)
+    subtimes = [job["subtime"] for job in case.workload["jobs"]]
+    assert len(set(subtimes)) == len(subtimes) and all(t != int(t) for t in subtimes)
+    profiles = [job["profile"] for job in case.workload["jobs"]]
+    assert len(set(profiles)) == len(profiles)  # jobs started together end apart
 
 
 def test_the_seeds_cover_the_generator_features() -> None:
