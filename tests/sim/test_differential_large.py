@@ -6,10 +6,14 @@ state, allocation). Both the benchmark's platform (1 GBps: each of Batsim's inte
 messages takes 1e-9 s) and the executor's (10 GBps: 1e-10 s, within SimGrid's timing
 precision) run, so a grouping rule fitted to one cannot break the other unseen.
 
-Each run takes a fresh seed, printed in the failure message; ``HPCJOBS_DIFF_SEED``
-replays one, ``HPCJOBS_DIFF_JOBS`` sets the size (default 3,000; 20,000 is the
-benchmark's, about a minute per run here). Needs ``batsim`` on PATH (skips without,
-fails under ``CI=true``).
+On the executor's platform each run takes a fresh seed, printed in the failure message
+(``HPCJOBS_DIFF_SEED`` replays one). On the benchmark's, two timers exactly 1e-9 s
+apart meet SimGrid's timing precision, and which way Batsim goes depends on rounding in
+its clock (docs/sim.md, "Known differences from Batsim"): a few fresh seeds in a hundred
+meet one, so that platform runs fixed seeds that do not (two of them failed before the
+rules they pin); ``HPCJOBS_DIFF_SEED`` runs another. ``HPCJOBS_DIFF_JOBS`` sets the size
+(default 3,000; 20,000 is the benchmark's, about a minute per run here). Needs
+``batsim`` on PATH (skips without, fails under ``CI=true``).
 """
 
 from __future__ import annotations
@@ -61,9 +65,15 @@ def differing(real: list[dict[str, str]], ours: list[dict[str, str]]) -> list[st
                    if j not in a or j not in b or any(a[j][k] != b[j][k] for k in OUTCOME)), key=int)
 
 
-@pytest.mark.parametrize("platform", ["bench", "executor"])
-def test_large_workloads_have_the_same_outcomes_as_real_batsim(platform: str, batsim: str, tmp_path: Path) -> None:
-    seed = int(os.environ.get("HPCJOBS_DIFF_SEED") or random.randrange(10**6))
+#: (platform, seed): None is a fresh seed. 445285 and 500250 disagreed before the
+#: rules of a submission sent alone and of a timer ending as the server looks
+CASES = [("executor", None), ("bench", 445285), ("bench", 500250), ("bench", 654842)]
+
+
+@pytest.mark.parametrize("platform, fixed", CASES)
+def test_large_workloads_have_the_same_outcomes_as_real_batsim(platform: str, fixed: int | None, batsim: str,
+                                                               tmp_path: Path) -> None:
+    seed = int(os.environ.get("HPCJOBS_DIFF_SEED") or (random.randrange(10**6) if fixed is None else fixed))
     case = large_case(seed, JOBS, platform, tmp_path)
     real = run(case, [batsim], tmp_path / "batsim", timeout=300)
     ours = run(case, EMBEDDED, tmp_path / "sim", timeout=300)
