@@ -139,7 +139,8 @@ def distinct_case(seed: int) -> Case:
     requested calls moved off the whole seconds, and every job given its own copy of
     its profile (and of a composed profile's steps) with its own durations, so that
     jobs started together do not end together. Walltimes keep their place relative to
-    the steps (at, around or after a step's end, as :func:`make_case` drew them)."""
+    the steps (around or after a step's end, as :func:`make_case` drew them; half a
+    millisecond past a step's end where it drew one at it)."""
     case = make_case(seed)
     rng = random.Random(seed * 104729 + 7)
     profiles = case.workload["profiles"]
@@ -171,7 +172,9 @@ def distinct_case(seed: int) -> Case:
         job["profile"] = copy(job["profile"], index, factor)
         job["subtime"] = spread(job["subtime"], 0.9)
         if "walltime" in job:
-            job["walltime"] = round(job["walltime"] * factor, 6)
+            # half a millisecond past where make_case put it: a step ending exactly at the
+            # walltime is the rounding of Batsim's clock once the times have decimals
+            job["walltime"] = round(job["walltime"] * factor + 0.0005, 6)
     case.workload["profiles"] = own
     case.workload["jobs"].sort(key=lambda job: job["subtime"])
     for index, (t, res, prof, walltime) in enumerate(case.dynamic_jobs):
@@ -183,7 +186,7 @@ def distinct_case(seed: int) -> Case:
         else:
             prof["cpu"] = flops(prof["cpu"], factor)
         case.dynamic_jobs[index] = (spread(t, 0.9), res, prof, walltime if walltime == -1 else
-                                    round(walltime * factor, 6))
+                                    round(walltime * factor + 0.0005, 6))
     case.dynamic_jobs.sort(key=lambda d: d[0])
     case.distinct = True
     return case
