@@ -19,7 +19,7 @@ import math
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping
 
 from ...environment import references
 from ...errors import InvalidJobException
@@ -105,126 +105,20 @@ def walltime(duration: timedelta) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-# a standalone partial tag, "{{> name}}" alone on its line
-_PARTIAL = re.compile(r"^\{\{>\s*([A-Za-z0-9_]+)\s*\}\}\n", re.MULTILINE)
-
-
-def _partial(folder: Path, name: str) -> Path:
-    """A partial is looked up beside the template that names it, then among the
-    shared ones."""
-    own = folder / f"{name}.mustache"
-    return own if own.exists() else SHARED_TEMPLATES / f"{name}.mustache"
-
-
-def _source(path: Path) -> str:
-    """The template's text with its (standalone, unindented) partials inlined."""
-    text = path.read_text(encoding="utf-8")
-    return _PARTIAL.sub(lambda m: _source(_partial(path.parent, m.group(1))), text)
+@functools.lru_cache(maxsize=None)
+def _renderer(folder: Path) -> Any:
+    """A pystache renderer for the templates of ``folder``: every value through
+    :func:`shell_quote`, a missing key an error, partials looked up beside the template
+    first, then among the shared ones."""
+    import pystache  # imported on first use: importing hpcjobs stays cheap
+    return pystache.Renderer(escape=shell_quote, missing_tags="strict", file_extension="mustache",
+                             search_dirs=[str(folder), str(SHARED_TEMPLATES)])
 
 
 @functools.lru_cache(maxsize=None)
-def _compiled(path: Path) -> Callable[[Mapping[str, Any]], str]:
-    """The template, parsed once per process by pystache (its mustache grammar: sections,
-    standalone lines, comments) and turned into one Python function (_compile_nodes):
-    rendering a job's script then costs what its values do, not pystache's generic
-    context stack (most of what a submit paid to render, issue 17). A node it does not
-    know (delimiter changes apart) leaves the template to pystache's own renderer, as
-    does a parse tree whose shape has changed (it is pystache's internals:
-    tests/golden/test_compiled_render.py holds the two renderers to the same bytes)."""
-    import pystache  # imported on first use: importing hpcjobs stays cheap
-    parsed = pystache.parse(_source(path))
-    try:
-        return _compile_nodes(parsed._parse_tree, str(path))
-    except (_Unsupported, AttributeError):  # (pystache's parse tree is not public API)
-        renderer = pystache.Renderer(escape=shell_quote, missing_tags="strict")
-        return lambda context: str(renderer.render(parsed, context))
-
-
-class _Unsupported(Exception):
-    """A template node the compiled renderer leaves to pystache."""
-
-
-_MISSING = object()
-
-
-def _compile_nodes(nodes: Sequence[Any], name: str) -> Callable[[Mapping[str, Any]], str]:
-    """The parse tree ``nodes`` as the source of one function, straight-line code with a
-    loop per section, compiled. Why not a closure per node (as before): a submit renders
-    its script right after the previous submit command ran, with the CPU's caches cold,
-    where fifty small functions cost 44-49 us a script (Slurm's; 15 us warm) and this
-    one 33-36 (8.5 warm). What it does is what mustache does: the context stack
-    (innermost last; a section pushes each of its items), :func:`_lookup` on it, every
-    escaped value through :func:`shell_quote`."""
-    code = ["def render(context):",
-            "    c = dict(context)",
-            "    stack = [c]",  # (the template's context, then the sections' items)
-            "    out = []",
-            "    a = out.append"]
-    _emit(nodes, code, 1, 0, iter(range(1 << 30)))
-    code.append("    return ''.join(out)")
-    namespace: dict[str, Any] = {"M": _MISSING, "lookup": _lookup, "quote": shell_quote}
-    exec(compile("\n".join(code), f"<template {name}>", "exec"), namespace)
-    render: Callable[[Mapping[str, Any]], str] = namespace["render"]
-    return render
-
-
-def _emit(nodes: Sequence[Any], code: list[str], indent: int, depth: int,
-          counter: Iterator[int]) -> None:
-    """Append the code of ``nodes`` to ``code``; ``depth``: the sections around them."""
-    pad = "    " * indent
-    text = ""  # (the text between two tags may come in pieces: written as one)
-    for node in nodes:
-        if isinstance(node, str):
-            text += node
-            continue
-        if text:
-            code.append(f"{pad}a({text!r})")
-            text = ""
-        kind = type(node).__name__
-        if kind in ("_CommentNode", "_ChangeNode"):  # (a delimiter change acts when parsing)
-            continue
-        if kind not in ("_EscapeNode", "_LiteralNode", "_SectionNode", "_InvertedNode"):
-            raise _Unsupported(kind)
-        key = node.key
-        if depth or key == ".":
-            code.append(f"{pad}v = lookup(stack, {key!r})")
-        else:  # outside every section the stack is the context alone: look there first
-            code += [f"{pad}v = c.get({key!r}, M)",
-                     f"{pad}if v is M or callable(v):",
-                     f"{pad}    v = lookup(stack, {key!r})"]  # (which raises the error)
-        if kind == "_EscapeNode":
-            code.append(f"{pad}a(quote(v if isinstance(v, str) else str(v)))")
-        elif kind == "_LiteralNode":
-            code.append(f"{pad}a(str(v))")
-        elif kind == "_SectionNode":
-            item = f"i{next(counter)}"
-            code += [f"{pad}if v:",
-                     f"{pad}    for {item} in ([v] if isinstance(v, (str, bytes, dict))",
-                     f"{pad}            or not hasattr(v, '__iter__') else v):",
-                     f"{pad}        stack.append({item})"]
-            _emit(node.parsed._parse_tree, code, indent + 2, depth + 1, counter)
-            code.append(f"{pad}        stack.pop()")
-        else:
-            code += [f"{pad}if not v:", f"{pad}    pass"]
-            _emit(node.parsed_section._parse_tree, code, indent + 1, depth, counter)
-    if text:
-        code.append(f"{pad}a({text!r})")
-
-
-def _lookup(stack: Sequence[Any], key: str) -> Any:
-    """``key`` in the innermost context that has it (``.``: the innermost itself), as
-    mustache looks names up; a missing one is an error (a template and its context
-    must not drift apart silently). Contexts are plain data: dicts, lists, strings."""
-    if key == ".":
-        return stack[-1]
-    for context in reversed(stack):
-        if isinstance(context, dict):
-            value = context.get(key, _MISSING)
-            if value is not _MISSING:
-                if callable(value):
-                    raise TypeError(f"template value {key!r} is callable (not plain data)")
-                return value
-    raise KeyError(f"template key {key!r} is missing from the context")
+def _parsed(path: Path) -> Any:
+    import pystache
+    return pystache.parse(path.read_text(encoding="utf-8"))
 
 
 def render(template: Path, context: Mapping[str, Any]) -> str:
@@ -233,4 +127,4 @@ def render(template: Path, context: Mapping[str, Any]) -> str:
 
     Missing keys are errors, so a template and its context cannot drift apart silently.
     """
-    return _compiled(template)(context)
+    return str(_renderer(template.parent).render(_parsed(template), context))
