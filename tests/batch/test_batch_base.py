@@ -1,6 +1,6 @@
 """The batch base's own logic, with no scheduler daemon: a small in-memory scheduler
-(``Ledger``, a test double named as such) behind a backend that implements only the
-hooks. What is tested is the base: vanished jobs, back-off after a failing status
+(``Ledger``, a test double named as such) behind a backend written from the public
+contract alone (fake_scheduler.py, from docs/writing-a-backend.md). What is tested is the base: vanished jobs, back-off after a failing status
 command, the doubling query interval, chunking, accounting probed once, and what
 backends share through it (native ids by pattern, transient refusals by their words,
 settings read once, a timed-out submit found by its script, few ids asked by id and
@@ -27,80 +27,20 @@ import pytest
 from hpcjobs import Job, JobExecutor, JobSpec, JobState
 from hpcjobs.errors import CommandError, InvalidJobException, SubmitException
 from hpcjobs.exec_limits import MAX_ARG_STRLEN
-from hpcjobs.executors.batch import BatchSchedulerExecutor, JobDir, NativeStatus
+from hpcjobs.executors.batch import JobDir, NativeStatus, local_time
 from hpcjobs.executors.batch.jobdir import exports
-from hpcjobs.executors.batch.native import local_time
+
+from fake_scheduler import Fake, FakeExecutor, Ledger
 
 WAIT = 30.0  # upper bound for any wait (never a timing assertion)
 
 
-class Ledger:
-    """The double: job states by id, every status query recorded, failures on demand."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.states: dict[str, JobState] = {}
-        # every status command: when, and the ids it named ([]: a listing of live jobs)
-        self.queries: list[tuple[float, list[str]]] = []
-        self.failing = False
-        self.accounting_asked = 0
-        self.next_id = 100
-        # what a cancelled job becomes (Torque's C, say, is every end: FAILED here)
-        self.cancelled_state = JobState.CANCELED
-
-    def new_id(self) -> str:
-        with self.lock:
-            self.next_id += 1
-            self.states[str(self.next_id)] = JobState.QUEUED
-            return str(self.next_id)
-
-
-class FakeBackend(BatchSchedulerExecutor):
-    """A backend of hooks and declarations only, over a Ledger (``ledger`` is set by the
-    fixture). Its ids are numbers; an array task's ``<array>_<index>``."""
-
-    name = "fake"
-    template = Path(__file__).with_name("fake.mustache")
-    native_id_pattern = re.compile(r"[0-9]+(_[0-9]+)?")
-    transient_errors = ("Server Busy",)
-    retention_time = 0.5
-    ledger: Ledger
-
-    def _directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
-        return {}
-
-    def _submit_command(self, job_dir: JobDir) -> list[str]:
-        return ["echo", self.ledger.new_id()]
-
-    def _cancel_command(self, native_id: str) -> list[str]:
-        with self.ledger.lock:
-            self.ledger.states[native_id] = self.ledger.cancelled_state
-        return ["true"]
-
-    def _records(self, native_ids: Sequence[str]) -> dict[str, Any]:
-        with self.ledger.lock:
-            self.ledger.queries.append((time.monotonic(), list(native_ids)))
-            if self.ledger.failing:
-                raise CommandError(["fake-qstat"], 1, "", "server down")
-            if not native_ids:  # a listing: the live jobs only
-                return {i: s for i, s in self.ledger.states.items() if not s.final}
-            # (an array's id names its tasks too)
-            return {i: s for i, s in self.ledger.states.items()
-                    if i in native_ids or i.split("_")[0] in native_ids}
-
-    def _native(self, native_id: str, record: JobState) -> NativeStatus:
-        return NativeStatus(native_id, record.name, record)
-
-    def _array_parts(self, native_id: str) -> Optional[tuple[str, int]]:
-        array, _, index = native_id.partition("_")
-        return (array, int(index)) if index else None
-
-    def _query_accounting(self, native_ids: Sequence[str]) -> Optional[dict[str, NativeStatus]]:
-        self.ledger.accounting_asked += 1
-        return None  # this scheduler keeps no accounting
-
-    def _list_command(self) -> list[str]:
-        return ["printf", r"%s\n", *self.ledger.states]
+def running(scheduler: type[Fake], **config: Any) -> FakeExecutor:
+    """An executor of the fake scheduler ``scheduler`` (a subclass, for a test that
+    changes one of its facts or methods)."""
+    class Executor(FakeExecutor):
+        scheduler_class = scheduler
+    return Executor(config=config)
 
 
 @pytest.fixture
@@ -109,12 +49,12 @@ def ledger() -> Ledger:
 
 
 @pytest.fixture
-def executor(tmp_path: Path, ledger: Ledger) -> Iterator[FakeBackend]:
-    FakeBackend.ledger = ledger
-    ex = FakeBackend(config={"work_directory": tmp_path / "work", "file_poll_interval": 0.02,
-                             "min_query_interval": 0.05, "max_query_interval": 0.4,
-                             "blind_query_interval": 0.4, "query_chunk_size": 3,
-                             "burst_window": 0})
+def executor(tmp_path: Path, ledger: Ledger) -> Iterator[FakeExecutor]:
+    Fake.ledger = ledger
+    ex = FakeExecutor(config={"work_directory": tmp_path / "work", "file_poll_interval": 0.02,
+                              "min_query_interval": 0.05, "max_query_interval": 0.4,
+                              "blind_query_interval": 0.4, "query_chunk_size": 3,
+                              "burst_window": 0})
     try:
         yield ex
     finally:
@@ -135,7 +75,7 @@ def submitted(executor: JobExecutor, n: int) -> list[Job]:
     return jobs
 
 
-def test_the_scheduler_word_moves_jobs(executor: FakeBackend, ledger: Ledger) -> None:
+def test_the_scheduler_word_moves_jobs(executor: FakeExecutor, ledger: Ledger) -> None:
     job, = submitted(executor, 1)
     assert job.native_id is not None
     ledger.states[job.native_id] = JobState.ACTIVE
@@ -145,7 +85,7 @@ def test_the_scheduler_word_moves_jobs(executor: FakeBackend, ledger: Ledger) ->
     assert status is not None and status.state is JobState.COMPLETED
 
 
-def test_a_vanished_job_fails_saying_its_exit_status_is_unknown(executor: FakeBackend,
+def test_a_vanished_job_fails_saying_its_exit_status_is_unknown(executor: FakeExecutor,
                                                                  ledger: Ledger) -> None:
     jobs = submitted(executor, 2)
     for job in jobs:
@@ -159,7 +99,7 @@ def test_a_vanished_job_fails_saying_its_exit_status_is_unknown(executor: FakeBa
     assert ledger.accounting_asked == 1
 
 
-def test_a_failing_status_command_changes_nothing_and_backs_off(executor: FakeBackend,
+def test_a_failing_status_command_changes_nothing_and_backs_off(executor: FakeExecutor,
                                                                  ledger: Ledger) -> None:
     job, = submitted(executor, 1)
     wait_until(lambda: len(ledger.queries) >= 1, "a first query")
@@ -177,7 +117,7 @@ def test_a_failing_status_command_changes_nothing_and_backs_off(executor: FakeBa
     assert status is not None and status.state is JobState.FAILED
 
 
-def test_the_query_interval_doubles_up_to_the_maximum(executor: FakeBackend,
+def test_the_query_interval_doubles_up_to_the_maximum(executor: FakeExecutor,
                                                        ledger: Ledger) -> None:
     submitted(executor, 1)
     wait_until(lambda: len(ledger.queries) >= 6, "six queries")
@@ -189,7 +129,7 @@ def test_the_query_interval_doubles_up_to_the_maximum(executor: FakeBackend,
     assert all(gap >= 0.95 * e for gap, e in zip(gaps, expected)), gaps
 
 
-def test_many_jobs_are_asked_in_chunks(executor: FakeBackend, ledger: Ledger) -> None:
+def test_many_jobs_are_asked_in_chunks(executor: FakeExecutor, ledger: Ledger) -> None:
     jobs = submitted(executor, 7)
     ids = {job.native_id for job in jobs}
     wait_until(lambda: ids <= {i for _, q in ledger.queries for i in q}, "every job asked")
@@ -197,7 +137,7 @@ def test_many_jobs_are_asked_in_chunks(executor: FakeBackend, ledger: Ledger) ->
     assert len(ledger.queries) < 3 * len(jobs)  # bulk: not one command per job
 
 
-def test_a_cancel_is_reconciled_soon(executor: FakeBackend, ledger: Ledger) -> None:
+def test_a_cancel_is_reconciled_soon(executor: FakeExecutor, ledger: Ledger) -> None:
     job, = submitted(executor, 1)
     job.cancel()
     status = job.wait(timeout=WAIT)
@@ -205,7 +145,7 @@ def test_a_cancel_is_reconciled_soon(executor: FakeBackend, ledger: Ledger) -> N
 
 
 def test_this_clients_cancel_is_canceled_when_the_scheduler_names_no_cause(
-        executor: FakeBackend, ledger: Ledger) -> None:
+        executor: FakeExecutor, ledger: Ledger) -> None:
     # a scheduler whose only word for an end is "ended" (Torque's C): the job this client
     # cancelled, which recorded no exit code, was cancelled; another end stays FAILED
     ledger.cancelled_state = JobState.FAILED
@@ -220,16 +160,16 @@ def test_this_clients_cancel_is_canceled_when_the_scheduler_names_no_cause(
     assert status is not None and status.state is JobState.FAILED, status
 
 
-def bursting(tmp_path: Path, ledger: Ledger, hold: float) -> FakeBackend:
+def bursting(tmp_path: Path, ledger: Ledger, hold: float) -> FakeExecutor:
     """An executor whose jobs are due a query 0.05 s after their submit, for whom a
     burst lasts while submits come less than 0.5 s apart (file_poll_interval)."""
-    FakeBackend.ledger = ledger
-    return FakeBackend(config={"work_directory": tmp_path / "work", "file_poll_interval": 0.5,
-                               "min_query_interval": 0.05, "max_query_hold": hold,
-                               "burst_window": 0})
+    Fake.ledger = ledger
+    return FakeExecutor(config={"work_directory": tmp_path / "work", "file_poll_interval": 0.5,
+                                "min_query_interval": 0.05, "max_query_hold": hold,
+                                "burst_window": 0})
 
 
-def burst(executor: FakeBackend, seconds: float,
+def burst(executor: FakeExecutor, seconds: float,
           midway: Any = None) -> tuple[float, float, list[Job]]:
     """Submit for ``seconds``, calling ``midway(job)`` once halfway; the burst's start
     and end (monotonic) and its jobs."""
@@ -288,25 +228,28 @@ def test_a_cancel_is_reconciled_in_the_middle_of_a_burst(tmp_path: Path,
         ex.close()
 
 
-class LinkingBackend(FakeBackend):
+class Linking(Fake):
     links_at_submit = True
-    linked_before_accept: list[bool] = []
-
-    def _accept(self, item: Any, native_id: str, linked: bool) -> None:
-        # (before _accept the monitor does not know the job: only submit can link it)
-        self.linked_before_accept.append(JobDir.find(self.work_directory, native_id) is not None)
-        super()._accept(item, native_id, linked)
 
 
 def test_a_backend_linking_at_submit_has_the_link_when_submit_returns(
-        tmp_path: Path, ledger: Ledger) -> None:
-    LinkingBackend.ledger, LinkingBackend.linked_before_accept = ledger, []
+        tmp_path: Path, ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    Linking.ledger = ledger
     work = tmp_path / "work"
-    ex = LinkingBackend(config={"work_directory": work, "burst_window": 0})
+    ex = running(Linking, work_directory=work, burst_window=0)
+    linked_before_follow = []
+    follow = ex.monitor.follow
+
+    def following(job: Job, native_id: str, job_dir: JobDir, linked: bool) -> None:
+        # (before follow the monitor does not know the job: only submit can link it)
+        linked_before_follow.append(JobDir.find(work, native_id) is not None and linked)
+        follow(job, native_id, job_dir, linked)
+
+    monkeypatch.setattr(ex.monitor, "follow", following)
     try:
         job, = submitted(ex, 1)
         # a submitter killed as submit() returns leaves the link behind
-        assert ex.linked_before_accept == [True]
+        assert linked_before_follow == [True]
         found = JobDir.find(work, job.native_id or "")
         assert found is not None and found.path.name == job.id
     finally:
@@ -318,9 +261,9 @@ def test_a_jobs_directory_is_found_by_its_id_from_a_hard_link_to_its_script(
         tmp_path: Path, ledger: Ledger, name: str) -> None:
     # the link makes no inode (a symlink costs 60-70 us of CPU after mass deletions);
     # the script names its directory, whatever characters the work directory has
-    LinkingBackend.ledger = ledger
+    Linking.ledger = ledger
     work = tmp_path / name
-    with LinkingBackend(config={"work_directory": work, "burst_window": 0}) as ex:
+    with running(Linking, work_directory=work, burst_window=0) as ex:
         job, = submitted(ex, 1)
     link = work / "ids" / str(job.native_id)
     assert not link.is_symlink() and link.samefile(work / job.id / "job.sh")
@@ -340,9 +283,9 @@ def test_a_jobs_directory_is_found_by_its_id_from_a_hard_link_to_its_script(
 
 def test_an_earlier_versions_symlink_to_a_jobs_directory_is_still_read(
         tmp_path: Path, ledger: Ledger) -> None:
-    LinkingBackend.ledger = ledger
+    Linking.ledger = ledger
     work = tmp_path / "work"
-    with LinkingBackend(config={"work_directory": work, "burst_window": 0}) as ex:
+    with running(Linking, work_directory=work, burst_window=0) as ex:
         job, = submitted(ex, 1)
     link = work / "ids" / str(job.native_id)
     link.unlink()
@@ -351,7 +294,7 @@ def test_an_earlier_versions_symlink_to_a_jobs_directory_is_still_read(
     assert found is not None and found.path.resolve() == (work / job.id).resolve()
 
 
-def test_a_script_is_refused_for_what_a_submit_is(executor: FakeBackend, tmp_path: Path) -> None:
+def test_a_script_is_refused_for_what_a_submit_is(executor: FakeExecutor, tmp_path: Path) -> None:
     # render_script shows what submit would send, so it checks as submit does, up to
     # the limit of execve(2) on one argument, which every backend that starts programs shares
     spec = JobSpec("/bin/true", ["a" * MAX_ARG_STRLEN])
@@ -366,7 +309,7 @@ def spares(work: Path) -> list[Path]:
 
 
 def test_a_lone_jobs_directory_is_made_while_the_previous_submit_command_runs(
-        executor: FakeBackend) -> None:
+        executor: FakeExecutor) -> None:
     work = executor.work_directory
     first, = submitted(executor, 1)
     spare, = spares(work)  # made while the first job's submit command ran
@@ -387,7 +330,7 @@ def test_a_lone_jobs_directory_is_made_while_the_previous_submit_command_runs(
     assert spares(work) == []
 
 
-def test_a_spare_directory_removed_by_someone_else_costs_nothing(executor: FakeBackend) -> None:
+def test_a_spare_directory_removed_by_someone_else_costs_nothing(executor: FakeExecutor) -> None:
     submitted(executor, 1)
     spare, = spares(executor.work_directory)
     shutil.rmtree(spare)
@@ -397,8 +340,8 @@ def test_a_spare_directory_removed_by_someone_else_costs_nothing(executor: FakeB
 
 
 def test_a_forgotten_executor_leaves_no_spare_directory(tmp_path: Path, ledger: Ledger) -> None:
-    FakeBackend.ledger = ledger
-    ex = FakeBackend(config={"work_directory": tmp_path / "work", "burst_window": 0})
+    Fake.ledger = ledger
+    ex = FakeExecutor(config={"work_directory": tmp_path / "work", "burst_window": 0})
     submitted(ex, 1)
     assert len(spares(tmp_path / "work")) == 1
     del ex  # (its monitor thread may hold it a moment longer)
@@ -421,14 +364,14 @@ def test_the_captured_environment_follows_every_change(tmp_path: Path) -> None:
     assert texts[2] == texts[3] == "export A=changed\nexport B=new\n"
 
 
-class CapturingBackend(FakeBackend):
+class Capturing(Fake):
     exports_environment = False  # (as OpenPBS: the base captures the environment)
 
 
 def test_a_spare_directorys_environment_is_the_one_of_the_submit(
         tmp_path: Path, ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
-    CapturingBackend.ledger = ledger
-    ex = CapturingBackend(config={"work_directory": tmp_path / "work", "burst_window": 0})
+    Capturing.ledger = ledger
+    ex = running(Capturing, work_directory=tmp_path / "work", burst_window=0)
     try:
         monkeypatch.setenv("HPCJOBS_SPARE_TEST", "first")
         first, = submitted(ex, 1)
@@ -449,25 +392,25 @@ def test_a_spare_directorys_environment_is_the_one_of_the_submit(
 
 
 # -- what backends share through the base ------------------------------------------------
-def test_native_ids_are_checked_against_the_declared_pattern(executor: FakeBackend,
+def test_native_ids_are_checked_against_the_declared_pattern(executor: FakeExecutor,
                                                              ledger: Ledger) -> None:
     for bad in ("12x", "x12", "", "12_", "12\n"):
         with pytest.raises(InvalidJobException, match="is not a fake job id"):
             executor.attach(Job(), bad)
-    assert executor._parse_submit(" 12_3\n") == "12_3"
+    assert executor.scheduler.parse_submit(" 12_3\n") == "12_3"
     with pytest.raises(ValueError, match="not a fake job id"):
-        executor._parse_submit("Submitted batch job 12\n")
+        executor.scheduler.parse_submit("Submitted batch job 12\n")
 
 
-def test_list_runs_the_list_command(executor: FakeBackend, ledger: Ledger) -> None:
+def test_list_runs_the_list_command(executor: FakeExecutor, ledger: Ledger) -> None:
     jobs = submitted(executor, 2)
     assert executor.list() == [job.native_id for job in jobs]
 
 
-class RefusingBackend(FakeBackend):
+class Refusing(Fake):
     said = "Server busy, try again"
 
-    def _submit_command(self, job_dir: JobDir) -> list[str]:
+    def submit_command(self, job_dir: JobDir) -> list[str]:
         return ["sh", "-c", 'echo "$0" >&2; exit 1', self.said]
 
 
@@ -477,8 +420,8 @@ class RefusingBackend(FakeBackend):
 ])
 def test_a_refusal_is_transient_when_it_says_a_declared_word(
         tmp_path: Path, ledger: Ledger, said: str, transient: bool) -> None:
-    RefusingBackend.ledger, RefusingBackend.said = ledger, said
-    with RefusingBackend(config={"work_directory": tmp_path, "burst_window": 0}) as ex:
+    Refusing.ledger, Refusing.said = ledger, said
+    with running(Refusing, work_directory=tmp_path, burst_window=0) as ex:
         job = Job(JobSpec("/bin/true"))
         with pytest.raises(SubmitException, match=said) as refused:
             ex.submit(job)
@@ -486,17 +429,17 @@ def test_a_refusal_is_transient_when_it_says_a_declared_word(
         assert job.status.state is JobState.NEW
 
 
-class HangingBackend(FakeBackend):
+class Hanging(Fake):
     """Its submit command hangs past the timeout, having submitted the job (or not)."""
 
     shown: list[tuple[str, str]] = []  # what the scheduler shows: (id, submit command line)
     script = ""
 
-    def _submit_command(self, job_dir: JobDir) -> list[str]:
-        HangingBackend.script = str(job_dir.script)
+    def submit_command(self, job_dir: JobDir) -> list[str]:
+        Hanging.script = str(job_dir.script)
         return ["sleep", "10"]
 
-    def _submit_lines(self) -> Iterable[tuple[str, str]]:
+    def submit_lines(self) -> Iterable[tuple[str, str]]:
         if not self.shown:
             raise CommandError(["fake-qstat"], 1, "", "server down")
         return [(i, line.replace("SCRIPT", self.script)) for i, line in self.shown]
@@ -509,9 +452,8 @@ class HangingBackend(FakeBackend):
 def test_a_timed_out_submit_is_found_by_its_script(tmp_path: Path, ledger: Ledger,
                                                    shown: list[tuple[str, str]],
                                                    native_id: str) -> None:
-    HangingBackend.ledger, HangingBackend.shown = ledger, shown
-    ex = HangingBackend(config={"work_directory": tmp_path, "burst_window": 0,
-                                "command_timeout": 0.3})
+    Hanging.ledger, Hanging.shown = ledger, shown
+    ex = running(Hanging, work_directory=tmp_path, burst_window=0, command_timeout=0.3)
     try:
         job = Job(JobSpec("/bin/true"))
         ex.submit(job)
@@ -522,11 +464,10 @@ def test_a_timed_out_submit_is_found_by_its_script(tmp_path: Path, ledger: Ledge
 
 def test_a_timed_out_submit_not_found_is_a_transient_failure(
         tmp_path: Path, ledger: Ledger, caplog: pytest.LogCaptureFixture) -> None:
-    HangingBackend.ledger = ledger
+    Hanging.ledger = ledger
     for shown in ([("7", "-o x /elsewhere/job.sh")], []):  # not there; cannot ask
-        HangingBackend.shown = shown
-        ex = HangingBackend(config={"work_directory": tmp_path, "burst_window": 0,
-                                    "command_timeout": 0.3})
+        Hanging.shown = shown
+        ex = running(Hanging, work_directory=tmp_path, burst_window=0, command_timeout=0.3)
         try:
             with pytest.raises(SubmitException, match="timed out") as failed:
                 ex.submit(Job(JobSpec("/bin/true")))
@@ -536,10 +477,10 @@ def test_a_timed_out_submit_not_found_is_a_transient_failure(
     assert "cannot look for a job submitted despite the error" in caplog.text
 
 
-class ShowingBackend(FakeBackend):
+class Showing(Fake):
     """Its submit command hangs past the timeout having submitted the job, which its
     records show with the command line that submitted it (``cmd``), so that the base's
-    own ``_submit_lines`` finds it. ``recent`` is what ``_recent_ids`` lists (None: the
+    own ``submit_lines`` finds it. ``recent`` is what ``recent_ids`` lists (None: the
     listing of every job has them); ``asked`` the ids of every status command."""
 
     submit_line_field = "cmd"
@@ -547,14 +488,14 @@ class ShowingBackend(FakeBackend):
     lines: dict[str, str] = {}
     asked: list[list[str]] = []
 
-    def _submit_command(self, job_dir: JobDir) -> list[str]:
+    def submit_command(self, job_dir: JobDir) -> list[str]:
         self.lines[self.ledger.new_id()] = f"-o x {job_dir.script}"
         return ["sleep", "10"]
 
-    def _recent_ids(self, since: float) -> Optional[list[str]]:
+    def recent_ids(self, since: float) -> Optional[list[str]]:
         return None if self.recent is None else list(self.recent)
 
-    def _records(self, native_ids: Sequence[str]) -> dict[str, Any]:
+    def records(self, native_ids: Sequence[str]) -> dict[str, Any]:
         self.asked.append(list(native_ids))
         return {i: {"cmd": self.lines.get(i, "-o y /elsewhere/job.sh")}
                 for i in (native_ids or self.lines)}
@@ -570,25 +511,24 @@ def test_a_timed_out_submit_is_found_in_the_records_newest_first(
         tmp_path: Path, ledger: Ledger, recent: Optional[list[str]],
         asked: list[list[str]]) -> None:
     ledger.next_id = 999
-    ShowingBackend.ledger, ShowingBackend.recent = ledger, recent
-    ShowingBackend.lines, ShowingBackend.asked = {}, []
-    with ShowingBackend(config={"work_directory": tmp_path, "burst_window": 0,
-                                "command_timeout": 0.3}) as ex:
+    Showing.ledger, Showing.recent = ledger, recent
+    Showing.lines, Showing.asked = {}, []
+    with running(Showing, work_directory=tmp_path, burst_window=0, command_timeout=0.3) as ex:
         job = Job(JobSpec("/bin/true"))
         ex.submit(job)
         assert job.native_id == "1000" and job.status.state is JobState.QUEUED
-        assert ShowingBackend.asked[:len(asked)] == asked
+        assert Showing.asked[:len(asked)] == asked
 
 
-class PickyBackend(FakeBackend):
+class Picky(Fake):
     unusable_in_paths = (re.compile(r"[:\n]"), "the fake scheduler reads it as a host's end")
 
 
 @pytest.mark.parametrize("name", ["a:b", "a\nb"])
 def test_a_work_directory_the_scheduler_cannot_take_is_refused_before_submitting(
         tmp_path: Path, ledger: Ledger, name: str) -> None:
-    PickyBackend.ledger = ledger
-    with PickyBackend(config={"work_directory": tmp_path / name, "burst_window": 0}) as ex:
+    Picky.ledger = ledger
+    with running(Picky, work_directory=tmp_path / name, burst_window=0) as ex:
         job = Job(JobSpec("/bin/true"))
         with pytest.raises(InvalidJobException, match=r"work_directory .* contains '[:\\]"
                                                       r".*': the fake scheduler reads"):
@@ -596,13 +536,13 @@ def test_a_work_directory_the_scheduler_cannot_take_is_refused_before_submitting
     assert job.status.state is JobState.NEW and ledger.next_id == 100
 
 
-class WithdrawingBackend(FakeBackend):
+class Withdrawing(Fake):
     """Its scheduler keeps the jobs of ``never`` queued, saying it will never run them."""
 
     never: set[str] = set()
 
-    def _native(self, native_id: str, record: JobState) -> NativeStatus:
-        ns = super()._native(native_id, record)
+    def native(self, native_id: str, record: JobState) -> NativeStatus:
+        ns = super().native(native_id, record)
         if native_id in self.never and record is JobState.QUEUED:
             ns.state, ns.withdraw, ns.message = JobState.FAILED, True, "it can never run"
         return ns
@@ -610,11 +550,11 @@ class WithdrawingBackend(FakeBackend):
 
 def test_a_job_that_can_never_run_is_cancelled_only_if_it_is_ours(tmp_path: Path,
                                                                    ledger: Ledger) -> None:
-    WithdrawingBackend.ledger = ledger
-    with WithdrawingBackend(config={"work_directory": tmp_path, "burst_window": 0,
-                                    "min_query_interval": 0.05}) as ex:
+    Withdrawing.ledger = ledger
+    with running(Withdrawing, work_directory=tmp_path, burst_window=0,
+                 min_query_interval=0.05) as ex:
         ours, attached = Job(JobSpec("/bin/true")), Job()
-        WithdrawingBackend.never = {str(ledger.next_id + 1), str(ledger.next_id + 2)}
+        Withdrawing.never = {str(ledger.next_id + 1), str(ledger.next_id + 2)}
         ex.submit(ours)
         ex.attach(attached, ledger.new_id())  # (submitted by someone else)
         for job in (ours, attached):
@@ -626,7 +566,7 @@ def test_a_job_that_can_never_run_is_cancelled_only_if_it_is_ours(tmp_path: Path
         assert ledger.states[str(attached.native_id)] is JobState.QUEUED
 
 
-def test_a_scheduler_setting_is_read_once(executor: FakeBackend,
+def test_a_scheduler_setting_is_read_once(executor: FakeExecutor,
                                           caplog: pytest.LogCaptureFixture) -> None:
     reads: list[str] = []
 
@@ -638,50 +578,50 @@ def test_a_scheduler_setting_is_read_once(executor: FakeBackend,
         reads.append("broken")
         raise CommandError(["fake-config"], 1, "", "no such server")
 
-    assert [executor._read_once("the limit", read, 7) for _ in range(3)] == [42] * 3
+    assert [executor.scheduler.read_once("the limit", read, 7) for _ in range(3)] == [42] * 3
     with caplog.at_level(logging.WARNING):
-        assert [executor._read_once("the other", unreadable, 7) for _ in range(3)] == [7] * 3
+        assert [executor.scheduler.read_once("the other", unreadable, 7) for _ in range(3)] == [7] * 3
     assert reads == ["limit", "broken"]  # a failure is not retried either
     assert "cannot read the other (assuming 7)" in caplog.text
 
 
-class ListingBackend(FakeBackend):
+class Listing(Fake):
     few_ids = 2
 
 
 @pytest.fixture
-def listing(tmp_path: Path, ledger: Ledger) -> Iterator[ListingBackend]:
-    ListingBackend.ledger = ledger
-    ListingBackend.has_history = True
-    ex = ListingBackend(config={"work_directory": tmp_path, "burst_window": 0})
+def listing(tmp_path: Path, ledger: Ledger) -> Iterator[Fake]:
+    Listing.ledger = ledger
+    Listing.has_history = True
+    ex = running(Listing, work_directory=tmp_path, burst_window=0)
     try:
-        yield ex
+        yield ex.scheduler
     finally:
         ex.close()
 
 
-def test_few_jobs_are_asked_by_id(listing: ListingBackend, ledger: Ledger) -> None:
+def test_few_jobs_are_asked_by_id(listing: Fake, ledger: Ledger) -> None:
     ledger.states.update({"1": JobState.ACTIVE, "2": JobState.COMPLETED})
-    found = listing._query_status(["2", "9"])  # (9: unknown, left out)
+    found = listing.query(["2", "9"])  # (9: unknown, left out)
     assert {i: ns.state for i, ns in found.items()} == {"2": JobState.COMPLETED}
     assert [ids for _, ids in ledger.queries] == [["2", "9"]]
 
 
 def test_many_jobs_are_listed_and_only_those_not_listed_asked_by_id(
-        listing: ListingBackend, ledger: Ledger) -> None:
+        listing: Fake, ledger: Ledger) -> None:
     ledger.states.update({"1": JobState.ACTIVE, "2": JobState.COMPLETED, "3": JobState.QUEUED,
                           "4_0": JobState.FAILED, "4_1": JobState.COMPLETED,
                           "5": JobState.ACTIVE})  # (5: another of the user's jobs)
     asked = ["1", "2", "3", "4_0", "4_1", "6"]  # 6: gone, even from the history
-    found = listing._query_status(asked)
+    found = listing.query(asked)
     assert {i: ns.state for i, ns in found.items()} == {
         "1": JobState.ACTIVE, "2": JobState.COMPLETED, "3": JobState.QUEUED,
         "4_0": JobState.FAILED, "4_1": JobState.COMPLETED}
     # one listing, then the history of the others: an array's tasks through the array
     assert [ids for _, ids in ledger.queries] == [[], ["2", "4", "6"]]
     ledger.queries.clear()
-    ListingBackend.has_history = False  # a scheduler that forgets a job as it ends
-    found = listing._query_status(asked)
+    Listing.has_history = False  # a scheduler that forgets a job as it ends
+    found = listing.query(asked)
     assert set(found) == {"1", "3"} and [ids for _, ids in ledger.queries] == [[]]
 
 
@@ -695,22 +635,22 @@ def test_many_jobs_are_listed_and_only_those_not_listed_asked_by_id(
     ("qstat: cannot connect to server", 0, (), False),  # any other complaint
     ("qstat: Unknown Job Id 5\nConnection refused", 153, (153,), False),
 ])
-def test_a_status_commands_word_on_unknown_ids(executor: FakeBackend, stderr: str, code: int,
+def test_a_status_commands_word_on_unknown_ids(executor: FakeExecutor, stderr: str, code: int,
                                                unknown_exit: tuple[int, ...],
                                                good: bool) -> None:
     argv = ["sh", "-c", 'echo "{}"; printf "%s" "$0" >&2; exit $1', stderr, str(code)]
     unknown = re.compile(r"^qstat: Unknown Job Id")
     if good:
-        assert executor._run_status(argv, unknown, json.loads, unknown_exit) == {}
+        assert executor.scheduler.run_status(argv, unknown, json.loads, unknown_exit) == {}
     else:
         with pytest.raises(CommandError):
-            executor._run_status(argv, unknown, json.loads, unknown_exit)
+            executor.scheduler.run_status(argv, unknown, json.loads, unknown_exit)
 
 
-def test_a_status_answer_that_cannot_be_read_is_a_failed_query(executor: FakeBackend) -> None:
+def test_a_status_answer_that_cannot_be_read_is_a_failed_query(executor: FakeExecutor) -> None:
     # what qstat printed, cut short: no job may be judged on it
     with pytest.raises(CommandError, match="exited with code 0"):
-        executor._run_status(["echo", '{"Jobs": {'], re.compile("^$"), json.loads)
+        executor.scheduler.run_status(["echo", '{"Jobs": {'], re.compile("^$"), json.loads)
 
 
 def test_a_native_status_carries_its_native_state_and_why_it_waits() -> None:
@@ -722,3 +662,23 @@ def test_a_native_status_carries_its_native_state_and_why_it_waits() -> None:
     ns.waiting("Priority", estimate)
     assert ns.status().metadata == {"native_state": "PD", "reason_pending": "Priority",
                                     "t_estimate": estimate}
+
+
+def test_a_burst_goes_out_as_arrays_of_the_schedulers_size(executor: FakeExecutor,
+                                                          ledger: Ledger) -> None:
+    # 6 jobs of one shape, the fake's arrays take 4: an array of 4, then one of 2, each
+    # task a job that the scheduler's word moves like any other
+    jobs = [Job(JobSpec("/bin/true", name="same")) for _ in range(6)]
+    executor.submit_many(jobs)
+    ids = [job.native_id for job in jobs]
+    assert ids == ["101_0", "101_1", "101_2", "101_3", "102_0", "102_1"], ids
+    arrays = sorted(executor.work_directory.glob("array-*"))
+    assert len(arrays) == 2
+    script = (arrays[0] / "job.sh").read_text()
+    assert "#FAKE --name=same\n" in script and "FAKE_ARRAY_INDEX" in script
+    with ledger.lock:
+        for native_id in ids:
+            ledger.states[str(native_id)] = JobState.COMPLETED
+    for job in jobs:
+        status = job.wait(timeout=WAIT)
+        assert status is not None and status.state is JobState.COMPLETED

@@ -19,22 +19,23 @@ from typing import Iterator
 import pytest
 
 from hpcjobs import Job, JobSpec, JobState
-from hpcjobs.executors.batch import JobDir
+from hpcjobs.executors.batch import LOCAL, JobDir
 from hpcjobs.executors.batch.changes import ChangeNotes
 
-from test_batch_base import WAIT, FakeBackend, Ledger
+from fake_scheduler import Fake, FakeExecutor, Ledger
+from test_batch_base import WAIT, running as make
 
 SHELLS = [s for s in ("sh", "bash") if shutil.which(s)]
 
 
-class RunningBackend(FakeBackend):
+class Running(Fake):
     """Runs each job's script at once, in the background, with ``shell``; or, with
     ``ahead``, to its end before the submit command prints the id and returns."""
 
     shell = "sh"
     ahead = False
 
-    def _submit_command(self, job_dir: JobDir) -> list[str]:
+    def submit_command(self, job_dir: JobDir) -> list[str]:
         run = '"$1" "$2" >"$3" 2>&1 </dev/null'
         # (ahead: the monitor ticks every 0.02 s while the submit command sleeps)
         run += "; sleep 0.3; " if self.ahead else " & "
@@ -43,18 +44,18 @@ class RunningBackend(FakeBackend):
 
 
 @pytest.fixture(params=SHELLS)
-def running(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunningBackend]:
-    RunningBackend.ledger = Ledger()
-    RunningBackend.shell = request.param
+def running(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FakeExecutor]:
+    Running.ledger = Ledger()
+    Running.shell = request.param
+    Running.ahead = False
     # (queries far away: only the notes can end a job within the test)
-    ex = RunningBackend(config={"work_directory": tmp_path / "work",
-                                "file_poll_interval": 0.02, "min_query_interval": 3600,
-                                "burst_window": 0})
+    ex = make(Running, work_directory=tmp_path / "work", file_poll_interval=0.02,
+              min_query_interval=3600, burst_window=0)
     with ex:
         yield ex
 
 
-def test_jobs_end_through_their_notes(running: RunningBackend) -> None:
+def test_jobs_end_through_their_notes(running: FakeExecutor) -> None:
     jobs = [Job(JobSpec("/bin/sh", ["-c", f"exit {i}"])) for i in range(4)]
     for job in jobs:
         running.submit(job)
@@ -63,9 +64,9 @@ def test_jobs_end_through_their_notes(running: RunningBackend) -> None:
         assert status is not None, f"job {i} did not end through its notes"
         assert status.state is (JobState.COMPLETED if i == 0 else JobState.FAILED)
         assert status.exit_code == i
-    assert running.ledger.queries == []
-    assert all(s is JobState.QUEUED for s in running.ledger.states.values())
-    notes = running._change_notes().directory()
+    assert Running.ledger.queries == []
+    assert all(s is JobState.QUEUED for s in Running.ledger.states.values())
+    notes = running.monitor.notes_directory()
     files = list(notes.iterdir())
     assert len(files) == 1  # this host's
     lines = files[0].read_text().splitlines()
@@ -73,14 +74,14 @@ def test_jobs_end_through_their_notes(running: RunningBackend) -> None:
     assert files[0].stat().st_mode & 0o777 == 0o600
 
 
-def test_notes_read_before_the_submit_returned_are_read_again(running: RunningBackend,
+def test_notes_read_before_the_submit_returned_are_read_again(running: FakeExecutor,
                                                              tmp_path: Path) -> None:
     # a job that runs until told, so that the monitor runs during the second submit
     go = tmp_path / "go"
     first = Job(JobSpec("/bin/sh", ["-c", 'while [ ! -e "$1" ]; do sleep 0.05; done', "-",
                                     str(go)]))
     running.submit(first)
-    running.ahead = True
+    Running.ahead = True
     job = Job(JobSpec("/bin/sh", ["-c", "exit 3"]))
     running.submit(job)
     go.touch()
@@ -88,14 +89,14 @@ def test_notes_read_before_the_submit_returned_are_read_again(running: RunningBa
     assert status is not None, "the notes of a job that ended before its submit returned were lost"
     assert status.state is JobState.FAILED and status.exit_code == 3
     assert first.wait(timeout=WAIT) is not None
-    assert running.ledger.queries == []
+    assert Running.ledger.queries == []
 
 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_a_script_whose_executor_closed_runs_and_leaves_no_note(
         tmp_path: Path, shell: str) -> None:
-    FakeBackend.ledger = Ledger()
-    ex = FakeBackend(config={"work_directory": tmp_path / "work", "burst_window": 0})
+    Fake.ledger = Ledger()
+    ex = FakeExecutor(config={"work_directory": tmp_path / "work", "burst_window": 0})
     job = Job(JobSpec("/bin/true"))
     ex.submit(job)  # (the fake scheduler never runs it)
     job_dir = tmp_path / "work" / job.id
@@ -111,7 +112,7 @@ def test_a_script_whose_executor_closed_runs_and_leaves_no_note(
 
 
 def test_a_line_is_taken_once_whole(tmp_path: Path) -> None:
-    notes = ChangeNotes(tmp_path)
+    notes = ChangeNotes(tmp_path, LOCAL)
     host = notes.directory() / "node1"
     assert notes.take() == []
     with open(host, "ab", buffering=0) as f:
@@ -123,7 +124,7 @@ def test_a_line_is_taken_once_whole(tmp_path: Path) -> None:
 
 
 def test_each_hosts_file_is_read_and_each_name_taken_once(tmp_path: Path) -> None:
-    notes = ChangeNotes(tmp_path)
+    notes = ChangeNotes(tmp_path, LOCAL)
     (notes.directory() / "node1").write_bytes(b"a\nb\na\n")
     (notes.directory() / "node2").write_bytes(b"b\nc\n")
     assert sorted(notes.take()) == ["a", "b", "c"]
@@ -131,7 +132,7 @@ def test_each_hosts_file_is_read_and_each_name_taken_once(tmp_path: Path) -> Non
 
 
 def test_a_name_read_too_early_is_taken_again(tmp_path: Path) -> None:
-    notes = ChangeNotes(tmp_path)
+    notes = ChangeNotes(tmp_path, LOCAL)
     (notes.directory() / "node1").write_bytes(b"a\n")
     assert notes.take() == ["a"]
     notes.again("a")
@@ -140,7 +141,7 @@ def test_a_name_read_too_early_is_taken_again(tmp_path: Path) -> None:
 
 
 def test_a_file_replaced_from_outside_is_read_from_its_start(tmp_path: Path) -> None:
-    notes = ChangeNotes(tmp_path)
+    notes = ChangeNotes(tmp_path, LOCAL)
     host = notes.directory() / "node1"
     host.write_bytes(b"a\nb\n")
     assert notes.take() == ["a", "b"]
@@ -151,7 +152,7 @@ def test_a_file_replaced_from_outside_is_read_from_its_start(tmp_path: Path) -> 
 
 
 def test_a_notes_directory_removed_from_outside_is_made_again(tmp_path: Path) -> None:
-    notes = ChangeNotes(tmp_path)
+    notes = ChangeNotes(tmp_path, LOCAL)
     (notes.directory() / "node1").write_bytes(b"a\n")
     shutil.rmtree(notes.path)
     assert notes.take() == []

@@ -88,7 +88,7 @@ def test_attach_to_a_subjob_from_a_fresh_process(executor: JobExecutor,
 def test_a_burst_larger_than_the_array_limit_is_split(pbs_server: None, work_dir: Path) -> None:
     with JobExecutor.get_instance("pbs", config={"work_directory": work_dir,
                                                  "max_array_size": 4}) as ex:
-        assert ex._max_array_size() == 10000  # type: ignore[attr-defined]  # the server's
+        assert ex.scheduler.max_array_size() == 10000  # type: ignore[attr-defined]  # the server's
         jobs = [Job(JobSpec("/bin/sh", ["-c", f"exit {i % 2}"])) for i in range(10)]
         ex.submit_many(jobs)
         sizes: dict[str, int] = {}

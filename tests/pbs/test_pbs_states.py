@@ -81,10 +81,10 @@ def test_pbs_commands_come_from_pbs_conf_not_path(tmp_path: Path,
     monkeypatch.setenv("PBS_CONF_FILE", str(conf))
     assert pbs_exec_bin() == pbs / "bin"
     ex = JobExecutor.get_instance("pbs", config={"work_directory": tmp_path / "w"})
-    assert ex._command("qsub", "x") == [str(pbs / "bin" / "qsub"), "x"]  # type: ignore[attr-defined]
+    assert ex.scheduler.command("qsub", "x") == [str(pbs / "bin" / "qsub"), "x"]  # type: ignore[attr-defined]
     chosen = JobExecutor.get_instance("pbs", config={"work_directory": tmp_path / "w",
                                                      "bin_directory": torque})
-    assert chosen._command("qstat") == [str(torque / "qstat")]  # type: ignore[attr-defined]
+    assert chosen.scheduler.command("qstat") == [str(torque / "qstat")]  # type: ignore[attr-defined]
     # no PBS configuration: PATH decides
     monkeypatch.setenv("PBS_CONF_FILE", str(tmp_path / "none"))
     assert pbs_exec_bin() is None

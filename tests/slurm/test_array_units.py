@@ -33,12 +33,12 @@ def test_a_listing_finds_each_task_of_a_pending_array_and_no_other() -> None:
                "14|RUNNING|None|0|2026-11-22T0")  # (cut short: left out)
     records = _squeue_records(listing)
     for task in ("12_4", "12_9", "12_12"):
-        ns = ex._native(task, ex._record_of(task, records))
+        ns = ex.scheduler.native(task, ex.scheduler.record_of(task, records))
         assert (ns.native_id, ns.native_state, ns.metadata["reason_pending"]) == (
             task, "PENDING", "JobArrayTaskLimit")
-    assert ex._native("12_3", ex._record_of("12_3", records)).native_state == "RUNNING"
+    assert ex.scheduler.native("12_3", ex.scheduler.record_of("12_3", records)).native_state == "RUNNING"
     for unknown in ("12_10", "12_13", "12_x", "14", "15", "13_1"):
-        assert ex._record_of(unknown, records) is None, unknown
+        assert ex.scheduler.record_of(unknown, records) is None, unknown
     ex.close()
 
 

@@ -121,12 +121,12 @@ def test_unknown_states_map_to_nothing() -> None:
 def test_squeue_fields_become_metadata() -> None:
     ex = JobExecutor.get_instance("slurm")
     assert isinstance(ex, SlurmJobExecutor)
-    pending = ex._native("7", "7  |PENDING|Priority|0|2026-11-22T05:03:46||")
+    pending = ex.scheduler.native("7", "7  |PENDING|Priority|0|2026-11-22T05:03:46||")
     assert pending.metadata["reason_pending"] == "Priority"
     assert isinstance(pending.metadata["t_estimate"], float)
-    running = ex._native("7", "7|RUNNING|None|0|2026-11-22T05:03:46|n[1-2]|")
+    running = ex.scheduler.native("7", "7|RUNNING|None|0|2026-11-22T05:03:46|n[1-2]|")
     assert running.metadata == {"native_state": "RUNNING", "nodes": "n[1-2]"}
-    failed = ex._native("7", "7|FAILED |NonZeroExitCode|768|N/A|n1 |")
+    failed = ex.scheduler.native("7", "7|FAILED |NonZeroExitCode|768|N/A|n1 |")
     assert failed.exit_code == 3 and failed.message == "failed (Slurm state FAILED, reason NonZeroExitCode)"
 
 

@@ -276,7 +276,7 @@ def test_a_burst_larger_than_the_array_limit_is_split(slurm_cluster: str, work_d
                           if line.startswith("MaxArraySize"))
     with JobExecutor.get_instance("slurm", config={"work_directory": work_dir,
                                                    "max_array_size": 100}) as ex:
-        assert ex._max_array_size() == max_array_size  # type: ignore[attr-defined]
+        assert ex.scheduler.max_array_size() == max_array_size  # type: ignore[attr-defined]
         jobs = [Job(JobSpec("/bin/sh", ["-c", f"exit {i % 2}"])) for i in range(250)]
         ex.submit_many(jobs)
         sizes: dict[str, int] = {}

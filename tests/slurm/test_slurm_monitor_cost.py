@@ -2,7 +2,8 @@
 the thousandth submit must cost what the first did). No timing: the counts are of
 monitor ticks, of the jobs whose files a tick looks at, and of status queries.
 
-``CountingSlurm`` is the real Slurm executor with counters around three of its methods.
+``CountingSlurm`` is the real Slurm executor with counters around its monitor's ticks
+and looks at job files and its backend's status queries.
 """
 
 from __future__ import annotations
@@ -17,49 +18,87 @@ import pytest
 
 from hpcjobs import Job, JobAttributes, JobSpec, JobState
 from hpcjobs.executors.batch import NativeStatus
-from hpcjobs.executors.slurm.executor import SlurmJobExecutor
+from hpcjobs.executors.batch.monitor import StatusMonitor
+from hpcjobs.executors.slurm.executor import Slurm, SlurmJobExecutor
 
 from slurm_helpers import WAIT
 
 HELD = JobAttributes(custom_attributes={"slurm.hold": True})
 
 
-class CountingSlurm(SlurmJobExecutor):
-    """The real Slurm executor, counting its monitor's ticks, whose files it looks at
-    and the ids of each status query."""
+class CountingScheduler(Slurm):
+    """Slurm's backend, counting the ids of each status query and how each squeue chose
+    its jobs (--jobs or --user)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.queries: list[list[str]] = []
+        self.squeues: list[str] = []
+
+    def query(self, native_ids: Sequence[str]) -> dict[str, NativeStatus]:
+        self.queries.append(list(native_ids))
+        return super().query(native_ids)
+
+    def records(self, native_ids: Sequence[str]) -> dict[str, str]:
+        self.squeues.append("--jobs" if native_ids else "--user")
+        return super().records(native_ids)
+
+
+class CountingMonitor(StatusMonitor):
+    """The monitor, counting its ticks and the looks at each job's files."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
         self.ticks = 0
         self.looked: Counter[str] = Counter()  # native id -> looks at its files
-        self.queries: list[list[str]] = []
-        self.squeues: list[str] = []  # how each squeue chose its jobs: --jobs or --user
         self.ticked = threading.Condition()
 
-    def _tick(self) -> Optional[float]:
-        wait = super()._tick()
+    def tick(self) -> Optional[float]:
+        wait = super().tick()
         with self.ticked:
             self.ticks += 1
             self.ticked.notify_all()
         return wait
 
-    def _check_files(self, t: Any) -> bool:
-        self.looked[t.native_id] += 1
-        return super()._check_files(t)
+    def check_files(self, jobs: Sequence[Any]) -> set[str]:
+        self.looked.update(t.native_id for t in jobs)
+        return super().check_files(jobs)
 
-    def _query_status(self, native_ids: Sequence[str]) -> dict[str, NativeStatus]:
-        self.queries.append(list(native_ids))
-        return super()._query_status(native_ids)
 
-    def _records(self, native_ids: Sequence[str]) -> dict[str, str]:
-        self.squeues.append("--jobs" if native_ids else "--user")
-        return super()._records(native_ids)
+class CountingSlurm(SlurmJobExecutor):
+    """The real Slurm executor, with the counting monitor and backend above."""
+
+    scheduler_class = CountingScheduler
+    scheduler: CountingScheduler
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.monitor.stop()  # (never started: replaced before any job)
+        self.monitor = self.counting = CountingMonitor(
+            self.name, self._instance, self.scheduler, self.config, self.work_directory,
+            self._set_job_status)
+
+    @property
+    def ticks(self) -> int:
+        return self.counting.ticks
+
+    @property
+    def looked(self) -> Counter[str]:
+        return self.counting.looked
+
+    @property
+    def queries(self) -> list[list[str]]:
+        return self.scheduler.queries
+
+    @property
+    def squeues(self) -> list[str]:
+        return self.scheduler.squeues
 
     def wait_ticks(self, n: int) -> None:
         """Wait for ``n`` more ticks."""
-        with self.ticked:
+        with self.counting.ticked:
             target = self.ticks + n
-            assert self.ticked.wait_for(lambda: self.ticks >= target, WAIT), "no ticks"
+            assert self.counting.ticked.wait_for(lambda: self.ticks >= target, WAIT), "no ticks"
 
 
 def held_jobs(ex: CountingSlurm, n: int) -> list[Job]:
@@ -81,7 +120,7 @@ def counting(slurm_cluster: str, work_dir: Path) -> Iterator[Any]:
 
     yield make
     for ex in made:
-        ids = list(ex._tracked)
+        ids = ex.monitor.native_ids
         if ids:
             subprocess.run(["scancel", *ids], check=False, timeout=60)
         ex.close()
@@ -127,20 +166,28 @@ def test_a_burst_of_submits_asks_slurm_nothing_until_it_ends(counting: Any) -> N
     assert all(job.status.state is JobState.QUEUED for job in jobs)
 
 
-class FewIdsSlurm(CountingSlurm):
+class FewIds(CountingScheduler):
     """Lists the user's jobs for a status query of more than 3 jobs (50 in earnest)."""
 
     few_ids = 3
 
 
-class ForeignListingSlurm(FewIdsSlurm):
+class FewIdsSlurm(CountingSlurm):
+    scheduler_class = FewIds
+
+
+class ForeignListing(FewIds):
     """Its listings name another user (``listed``): none of its jobs is listed, as for
     another user's job it attached to."""
 
     listed = ""
 
-    def _user_selection(self) -> str:
+    def user_selection(self) -> str:
         return f"--user={self.listed}"
+
+
+class ForeignListingSlurm(CountingSlurm):
+    scheduler_class = ForeignListing
 
 
 def cancel_behind_its_back(ex: CountingSlurm) -> list[Job]:
@@ -168,7 +215,7 @@ def test_many_jobs_are_asked_with_one_listing_of_the_users_jobs(counting: Any) -
 def test_jobs_a_listing_misses_are_asked_by_id(counting: Any, listed: str) -> None:
     # not listed: another user's job, or one gone from the queue; a uid squeue cannot
     # name ("Invalid user") lists nothing: every job is then asked by id
-    ForeignListingSlurm.listed = listed
+    ForeignListing.listed = listed
     ex = counting(ForeignListingSlurm, file_poll_interval=1.0, min_query_interval=0.05)
     cancel_behind_its_back(ex)
     assert ex.squeues[:2] == ["--user", "--jobs"], ex.squeues

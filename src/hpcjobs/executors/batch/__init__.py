@@ -1,17 +1,22 @@
 """The machinery every batch-scheduler backend shares (Slurm, PBS).
 
-A backend subclasses :class:`BatchSchedulerExecutor`, names its template and fills in
-a few hooks (command lines and the parsing of their output) plus a state table; the
-job directory, the rendering of the job script, the watching of the files the script
-writes about itself and the bulk, adaptive reconciliation with the scheduler live here.
-docs/batch.md describes the design.
+A backend is a :class:`Scheduler` (its facts, command lines, parsers, state table and
+template) and an executor class naming it (a :class:`BatchSchedulerExecutor` with
+``scheduler_class`` set); docs/writing-a-backend.md is the guide. The job directory,
+the job script's body, the status monitor that follows jobs through their files and
+one bulk status query per tick, and job arrays for bursts live here, on a
+:class:`Host` (this machine).
 """
 
 from .config import BatchConfig
 from .executor import BatchSchedulerExecutor
+from .host import LOCAL, FileData, Host, LocalHost
 from .jobdir import ExitRecord, JobDir
-from .native import NativeStatus
-from .script import Expandable, render, shell_quote
+from .native import NativeStatus, local_time
+from .scheduler import Scheduler
+from .script import Expandable, directive_value, render, safe_job_name, shell_quote, walltime
 
-__all__ = ["BatchConfig", "BatchSchedulerExecutor", "ExitRecord", "JobDir", "NativeStatus",
-           "Expandable", "render", "shell_quote"]
+__all__ = ["BatchConfig", "BatchSchedulerExecutor", "ExitRecord", "FileData", "Host",
+           "JobDir", "LOCAL", "LocalHost", "NativeStatus", "Scheduler", "Expandable",
+           "directive_value", "local_time", "render", "safe_job_name", "shell_quote",
+           "walltime"]

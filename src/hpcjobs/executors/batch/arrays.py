@@ -40,6 +40,7 @@ from typing import Any, Callable, Hashable, Iterator, Mapping, Optional, Sequenc
 
 from ...errors import SubmitException
 from ...job import Job
+from .host import Host
 from .jobdir import JobDir
 
 __all__ = ["Staged", "BurstCollector", "ArrayDir", "shape", "chunks"]
@@ -187,9 +188,9 @@ class ArrayDir:
         self.dir = job_dir  # (a JobDir: job.sh, link(), remove() are the same)
 
     @classmethod
-    def create(cls, work_dir: Path, items: Sequence[Staged]) -> "ArrayDir":
+    def create(cls, work_dir: Path, items: Sequence[Staged], host: Host) -> "ArrayDir":
         """Make the directory and write the tasks' scripts and index (not job.sh)."""
-        array = cls(JobDir.create(work_dir, f"array-{uuid.uuid4().hex}"))
+        array = cls(JobDir.create(work_dir, f"array-{uuid.uuid4().hex}", host))
         try:
             index, scripts, offset = [], [], 0
             for item in items:
@@ -197,8 +198,9 @@ class ArrayDir:
                 index.append(f"{offset} {len(data)} {item.job_dir.path.name}\n")
                 scripts.append(data)
                 offset += len(data)
-            _write(array.dir.path / cls.TASKS, b"".join(scripts))
-            _write(array.dir.path / cls.INDEX, "".join(index).encode("ascii"))
+            host.write_file(os.path.join(array.dir.path, cls.TASKS), b"".join(scripts))
+            host.write_file(os.path.join(array.dir.path, cls.INDEX),
+                            "".join(index).encode("ascii"))
         except BaseException:
             array.dir.remove()
             raise
@@ -212,19 +214,13 @@ class ArrayDir:
                 "id_variable": variables[0], "index_variable": variables[1]}
 
     @classmethod
-    def task_dir(cls, work_dir: Path, array_id: str, index: int) -> Optional[JobDir]:
+    def task_dir(cls, work_dir: Path, array_id: str, index: int,
+                 host: Host) -> Optional[JobDir]:
         """The job directory of task ``index`` of ``array_id`` (it exists once the task
         has started), if this work directory holds that array."""
+        found, = host.read_files([os.path.join(work_dir, "ids", array_id, cls.INDEX)])
         try:
-            with open(work_dir / "ids" / array_id / cls.INDEX, encoding="ascii") as f:
-                for i, line in enumerate(f):
-                    if i == index:
-                        return JobDir(work_dir / line.split()[2])
-        except (OSError, IndexError, ValueError):
-            pass
-        return None
-
-
-def _write(path: Path, data: bytes) -> None:
-    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
-        f.write(data)
+            line = found.data.decode("ascii").splitlines()[index] if found else ""
+            return JobDir(work_dir / line.split()[2], host=host)
+        except (IndexError, ValueError):
+            return None

@@ -36,35 +36,35 @@ themselves take far more room.
 
 from __future__ import annotations
 
-import logging
 import os
 import secrets
-import shutil
 from pathlib import Path
 
-__all__ = ["ChangeNotes"]
+from .host import Host
 
-log = logging.getLogger(__name__)
+__all__ = ["ChangeNotes"]
 
 CHANGES = "changes"
 
 
 class ChangeNotes:
-    """One executor's notes directory (see the module docstring); made on first use."""
+    """One executor's notes directory (see the module docstring), on ``host``; made on
+    first use."""
 
-    def __init__(self, work_dir: Path) -> None:
+    def __init__(self, work_dir: Path, host: Host) -> None:
         self.path = work_dir / CHANGES / f"{os.getpid()}-{secrets.token_hex(4)}"
+        self._host = host
         self._made = False
-        #: per notes file: its inode and the bytes of it taken (whole lines)
-        self._taken: dict[str, tuple[int, int]] = {}
+        #: per notes file: its identity and the bytes of it taken (whole lines)
+        self._taken: dict[str, tuple[tuple[int, int], int]] = {}
         self._again: list[str] = []
 
     def directory(self) -> Path:
         """The directory whose files job scripts append their notes to (it is created
         here, so it exists before any script can run)."""
         if not self._made:
-            self.path.parent.mkdir(mode=0o700, exist_ok=True)
-            self.path.mkdir(mode=0o700, exist_ok=True)
+            self._host.make_dir(os.fspath(self.path.parent), exist_ok=True)
+            self._host.make_dir(os.fspath(self.path), exist_ok=True)
             self._made = True
         return self.path
 
@@ -78,38 +78,26 @@ class ChangeNotes:
         names, self._again = self._again, []
         if not self._made:
             return names
-        try:
-            with os.scandir(self.path) as entries:
-                for entry in entries:
-                    names += self._new_lines(entry)
-        except FileNotFoundError:  # removed from outside: make it again on next use
+        files = self._host.list_dir(os.fspath(self.path))
+        if files is None:  # removed from outside: make it again on next use
             self._made = False
             self._taken.clear()
+            return names
+        paths = [os.path.join(self.path, f) for f in files]
+        offsets = [self._taken[f][1] if f in self._taken else 0 for f in files]
+        for name, path, found in zip(files, paths, self._host.read_files(paths, offsets)):
+            known = self._taken.get(name)
+            if found is not None and known is not None and found.identity != known[0]:
+                found, known = self._host.read_files([path])[0], None  # replaced: from its start
+            if found is None:
+                continue
+            whole = found.data.rfind(b"\n") + 1
+            self._taken[name] = (found.identity, (known[1] if known else 0) + whole)
+            names += [os.fsdecode(line) for line in found.data[:whole].split(b"\n") if line]
         return list(dict.fromkeys(names))
-
-    def _new_lines(self, entry: "os.DirEntry[str]") -> list[str]:
-        """The whole lines the file ``entry`` gained since the last look."""
-        try:
-            st = entry.stat()
-            inode, taken = self._taken.get(entry.name, (st.st_ino, 0))
-            if inode != st.st_ino:  # (replaced from outside: read it from its start)
-                taken = 0
-            if st.st_size <= taken:
-                return []
-            fd = os.open(entry.path, os.O_RDONLY)
-            try:
-                data = os.pread(fd, st.st_size - taken, taken)
-            finally:
-                os.close(fd)
-        except OSError as e:
-            log.debug("cannot read change notes %s: %s", entry.path, e)
-            return []
-        whole = data.rfind(b"\n") + 1
-        self._taken[entry.name] = (st.st_ino, taken + whole)
-        return [os.fsdecode(line) for line in data[:whole].split(b"\n") if line]
 
     def remove(self) -> None:
         """Delete the notes directory (the executor is closed: nobody reads it)."""
         if self._made:
-            shutil.rmtree(self.path, ignore_errors=True)
+            self._host.remove(os.fspath(self.path))
             self._made = False

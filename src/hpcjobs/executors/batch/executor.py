@@ -1,11 +1,12 @@
 """``BatchSchedulerExecutor``: submit, follow and cancel jobs of a batch scheduler.
 
-The class is built in three layers, a module each: what a backend declares and
-implements (hooks.py, ``BatchHooks``); how the jobs are followed once submitted
-(monitor.py, ``BatchMonitor``, whose docstring tells how status works; when the
-scheduler is asked about each job: query_calendar.py); and here, the API: submit (one
-job, or many at once as scheduler arrays, arrays.py), cancel, list and attach, and the
-job script (jobdir.py, script.py).
+The executor is made of parts it owns: the backend (``scheduler``, a
+:class:`~.scheduler.Scheduler`: command lines, parsers, state table, template), the
+host its commands run on and its files live on (``host``, host.py), and the status
+monitor (``monitor``, monitor.py, whose docstring tells how status works). Here: the
+API, submit (one job, or many at once as scheduler arrays, arrays.py), cancel, list
+and attach, and the job script (jobdir.py, script.py). A backend's executor class names
+its scheduler class (``scheduler_class``) and nothing else (docs/writing-a-backend.md).
 """
 
 from __future__ import annotations
@@ -15,21 +16,20 @@ import os
 import threading
 import weakref
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, ClassVar, Hashable, Iterable, List, Mapping, Optional, Sequence, Union
 
-from ... import external
-from ...errors import BulkSubmitException, CommandError, SubmitException
-from ...executor import JobExecutorConfig
+from ...errors import BulkSubmitException, CommandError, InvalidJobException, SubmitException
+from ...executor import JobExecutor, JobExecutorConfig
 from ...job import Job
 from ...launchers.base import job_argv
-from ...threads import PeriodicTask
 from ...spec import JobSpec
 from ...state import JobState, JobStatus
 from .arrays import ArrayDir, BurstCollector, Staged, chunks
-from .changes import ChangeNotes
+from .config import BatchConfig
+from .host import LOCAL, Host
 from .jobdir import JobDir, exports
-from .monitor import BatchMonitor, _Tracked
-from .query_calendar import QueryCalendar
+from .monitor import StatusMonitor
+from .scheduler import Scheduler
 from .script import Expandable, render
 
 __all__ = ["BatchSchedulerExecutor"]
@@ -37,22 +37,31 @@ __all__ = ["BatchSchedulerExecutor"]
 log = logging.getLogger(__name__)
 
 
-class BatchSchedulerExecutor(BatchMonitor):
-    """Base of the batch backends (see the module docstring)."""
+class BatchSchedulerExecutor(JobExecutor):
+    """Base of the batch backends' executors (see the module docstring)."""
+
+    #: the backend: what this executor's scheduler is (scheduler.py)
+    scheduler_class: ClassVar[type[Scheduler]]
+    config_class: ClassVar[type[JobExecutorConfig]] = BatchConfig
+    config: BatchConfig
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "scheduler_class" in cls.__dict__ and "name" not in cls.__dict__:
+            cls.name = cls.scheduler_class.name
 
     def __init__(self, url: Optional[str] = None,
                  config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> None:
         super().__init__(url, config)
-        # the monitor's state (monitor.py says what each is), shared with the submit path
-        self._lock = threading.Lock()
-        self._tracked = {}
-        self._noting = {}
-        self._submitting = set()
-        self._polled = {}
-        self._unlinked = []
-        tracked = self._tracked  # (not self: the calendar holds no executor alive)
-        self._calendar = QueryCalendar(self.config, lambda t: tracked.get(t.native_id) is t)
-        self._changes = None
+        #: where commands run and files live (this machine)
+        self.host: Host = LOCAL
+        #: the backend
+        self.scheduler = self.scheduler_class(self.config, self.host)
+        #: follows the jobs once submitted or attached
+        self.monitor = StatusMonitor(self.name, self._instance, self.scheduler,
+                                     self.config, self.work_directory, self._set_job_status)
+        weakref.finalize(self, self.monitor.stop)
+        self._lock = threading.Lock()  # guards the spare job directory
         # a lone job's directory made ahead of it, while the previous submit command ran
         # (jobdir.py); a list, so that the finalizer of a forgotten executor removes it
         self._spare: list[JobDir] = []
@@ -60,13 +69,10 @@ class BatchSchedulerExecutor(BatchMonitor):
         # the environment file's text as the last submit captured it, which the spare
         # takes rather than reading the environment again (each submit checks it anew)
         self._captured: Optional[bytes] = None
-        self._accounting = None
-        self._settings = {}  # (hooks.py: _read_once)
-        self._monitor = PeriodicTask(f"hpcjobs-{self.name}-{self._instance}-monitor", self._tick)
-        self._monitor_finalizer = weakref.finalize(self, self._monitor.stop, False)
         # (a backend without arrays gains nothing from grouping: its submits stay apart)
         self._bursts = (BurstCollector(self.config.burst_window, self._send)
-                        if self.config.burst_window > 0 and self.array_variables else None)
+                        if self.config.burst_window > 0 and self.scheduler.array_variables
+                        else None)
 
     # ===================================================================== the API
     def submit(self, job: Job) -> None:
@@ -98,17 +104,15 @@ class BatchSchedulerExecutor(BatchMonitor):
         """Check and claim ``job`` and render its script (nothing is written yet)."""
         spec = self._claim_for_submit(job)  # (not _submission: a generator per job)
         try:
-            job_dir = JobDir(self.work_directory / job.id)
-            name = job_dir.path.name
-            directives = self._directives(spec, job_dir)
-            notes = self._change_notes().directory()
-            script = self._render(spec, job_dir, directives, notes)
+            job_dir = JobDir(self.work_directory / job.id, host=self.host)
+            directives = self.scheduler.directives(spec, job_dir)
+            script = self._render(spec, job_dir, directives, self.monitor.notes_directory())
         except BaseException:
             job.bind(None, None)
             raise
-        with self._lock:  # its notes may come before the submit command returns
-            self._submitting.add(name)
-        per_job = self.per_job_directives if self.array_variables is not None else None
+        self.monitor.submitting(job_dir, True)  # its notes may come before its id
+        scheduler = self.scheduler
+        per_job = scheduler.per_job_directives if scheduler.array_variables else None
         return Staged(job, job_dir, script, directives, per_job)
 
     def _submit_staged(self, items: Sequence[Staged]) -> None:
@@ -154,7 +158,8 @@ class BatchSchedulerExecutor(BatchMonitor):
                 item.job_dir.write_environment(self._capture_environment())
             else:
                 item.job_dir.drop_environment()
-            native_id = self._run_submit(item.job_dir, self._submit_command(item.job_dir),
+            native_id = self._run_submit(item.job_dir,
+                                         self.scheduler.submit_command(item.job_dir),
                                          meanwhile=self._make_spare)
         except BaseException as e:
             item.job_dir.remove()
@@ -163,9 +168,10 @@ class BatchSchedulerExecutor(BatchMonitor):
             self._reject(item, _submit_error(self.name, e))
             return
         log.info("job %s submitted to %s as %s", item.job.id, self.name, native_id)
-        if self.links_at_submit:
-            self._link_dir(item.job_dir, native_id)
-        self._accept(item, native_id, linked=self.links_at_submit)
+        linked = self.scheduler.links_at_submit
+        if linked:
+            self.monitor.link(item.job_dir, native_id)
+        self._accept(item, native_id, linked)
 
     def _new_job_dir(self, name: str) -> JobDir:
         """The job directory ``name``: the spare renamed (one mkdir and one file creation
@@ -177,7 +183,7 @@ class BatchSchedulerExecutor(BatchMonitor):
                 return spare.adopt(name)
             except OSError as e:  # (someone removed it: make the directory as usual)
                 log.debug("%s: spare job directory %s unusable: %s", self.name, spare.path, e)
-        return JobDir.create(self.work_directory, name)
+        return JobDir.create(self.work_directory, name, self.host)
 
     def _make_spare(self) -> None:
         """Make the next lone job's directory (called while a submit command runs)."""
@@ -185,11 +191,11 @@ class BatchSchedulerExecutor(BatchMonitor):
             if self._spare or self._closed:
                 return
         try:
-            spare = JobDir.spare(self.work_directory)
+            spare = JobDir.spare(self.work_directory, self.host)
         except OSError as e:  # (the next submit makes its own, and says why if it cannot)
             log.debug("%s: cannot make a spare job directory: %s", self.name, e)
             return
-        if not self.exports_environment:  # (most jobs inherit it: a file fewer to write)
+        if not self.scheduler.exports_environment:  # (most jobs inherit it: a file fewer to write)
             try:
                 spare.write_environment(self._captured or self._capture_environment())
             except OSError as e:
@@ -206,14 +212,15 @@ class BatchSchedulerExecutor(BatchMonitor):
         backend whose scheduler cannot carry it), remembered for the next spare: reading
         ``os.environ`` whole costs ~16 us of CPU a time with 36 variables, and a spare
         made with an older environment is rewritten when its job is submitted."""
-        self._captured = exports(os.environ, self.scheduler_variables)
+        self._captured = exports(os.environ, self.scheduler.scheduler_variables)
         return self._captured
 
     def _send_array(self, items: Sequence[Staged]) -> None:
         """One array for ``items`` (arrays.ArrayDir: a handful of files for all)."""
-        assert self.array_variables is not None
+        scheduler = self.scheduler
+        assert scheduler.array_variables is not None
         try:
-            array = ArrayDir.create(self.work_directory, items)
+            array = ArrayDir.create(self.work_directory, items, self.host)
         except OSError as e:
             for item in items:
                 self._reject(item, _submit_error(self.name, e))
@@ -222,10 +229,11 @@ class BatchSchedulerExecutor(BatchMonitor):
             if any(self._captures_environment(item.job.spec) for item in items):
                 # one capture for the round; each task links it into its job directory
                 array.dir.write_environment(self._capture_environment())
-            array.dir.write_script(render(self.template, {
-                **items[0].directives, "dispatch": array.dispatch_context(self.array_variables)}))
+            array.dir.write_script(render(scheduler.template, {
+                **items[0].directives,
+                "dispatch": array.dispatch_context(scheduler.array_variables)}))
             array_id = self._run_submit(array.dir,
-                                        self._array_submit_command(array, len(items)))
+                                        scheduler.array_submit_command(array, len(items)))
         except BaseException as e:
             array.dir.remove()
             if not isinstance(e, Exception):
@@ -235,36 +243,23 @@ class BatchSchedulerExecutor(BatchMonitor):
             return
         # the tasks' directories are found through this one link (and the dispatcher
         # makes it too, should this process die right now)
-        self._link_dir(array.dir, array_id)
+        self.monitor.link(array.dir, array_id)
         log.info("%d jobs submitted to %s as array %s", len(items), self.name, array_id)
         for i, item in enumerate(items):
-            self._accept(item, self._array_task_id(array_id, i), linked=True)
+            self._accept(item, scheduler.array_task_id(array_id, i), linked=True)
 
     def _array_limit(self) -> int:
-        scheduler = self._max_array_size()
+        most = self.scheduler.max_array_size()
         configured = self.config.max_array_size
-        return min(scheduler, configured) if configured > 0 else scheduler
+        return min(most, configured) if configured > 0 else most
 
     def _accept(self, item: Staged, native_id: str, linked: bool) -> None:
         """``item`` was submitted as ``native_id``: the job is QUEUED and followed."""
-        job = item.job
-        job.bind(self, native_id)
-        tracked = _Tracked(native_id, job, item.job_dir, self.config.min_query_interval)
-        name = item.job_dir.path.name
-        with self._lock:
-            self._tracked[native_id] = tracked
-            self._submitting.discard(name)
-            self._noting[name] = tracked
-            if not linked:  # the monitor links the id to the directory, off this path
-                self._unlinked.append(tracked)
-            wake = self._calendar.schedule(tracked, self.config.min_query_interval,
-                                           pressing=False)
-            self._calendar.submitted()
+        item.job.bind(self, native_id)
+        self.monitor.follow(item.job, native_id, item.job_dir, linked)
         item.native_id = native_id
-        self._set_job_status(job, JobStatus(JobState.QUEUED))
+        self._set_job_status(item.job, JobStatus(JobState.QUEUED))
         item.done = True
-        if wake:  # (not while the monitor ticks every file_poll_interval anyway)
-            self._monitor.poke()
 
     def _reject(self, item: Staged, error: SubmitException) -> None:
         self._release(item)
@@ -273,16 +268,8 @@ class BatchSchedulerExecutor(BatchMonitor):
 
     def _release(self, item: Staged) -> None:
         """Undo the claim of a job that was not submitted: it is NEW and unbound."""
-        with self._lock:
-            self._submitting.discard(item.job_dir.path.name)
+        self.monitor.submitting(item.job_dir, False)
         item.job.bind(None, None)
-
-    def _change_notes(self) -> ChangeNotes:
-        with self._lock:
-            if self._changes is None:
-                self._changes = ChangeNotes(self.work_directory)
-                weakref.finalize(self, self._changes.remove)
-            return self._changes
 
     def cancel(self, job: Job) -> None:
         native_id = job.native_id
@@ -290,11 +277,11 @@ class BatchSchedulerExecutor(BatchMonitor):
             return
         late = False
         try:
-            external.run(self._cancel_command(native_id), timeout=self.config.command_timeout)
+            self.scheduler.run(self.scheduler.cancel_command(native_id))
         except CommandError as e:
             # the job ended before the monitor saw it (a blind job is asked about every
             # 15 s): its true end is what the job gets, as PSI/J's cancel() allows
-            late = e.returncode is not None and self._says(e, self.ended_errors)
+            late = e.returncode is not None and self.scheduler.says(e, self.scheduler.ended_errors)
             if not late:
                 raise SubmitException(f"cannot cancel job {job.id} ({self.name} job "
                                       f"{native_id})", e, transient=e.returncode is None) from e
@@ -302,61 +289,38 @@ class BatchSchedulerExecutor(BatchMonitor):
                      native_id, (e.stderr or e.stdout).strip())
         else:
             log.info("job %s (%s job %s): cancel requested", job.id, self.name, native_id)
-        with self._lock:
-            tracked = self._tracked.get(native_id)
-            if tracked is not None and not late:
-                # (not for a job that ended by itself: its end is its own, not a cancel)
-                tracked.cancelled = True
-            wake = tracked is not None and self._calendar.schedule(tracked, 0.5, pressing=True)
-        if wake:
-            self._monitor.poke()
+        self.monitor.cancelled(native_id, late)
 
     def list(self) -> List[str]:
         try:
-            return self._list_ids()
+            return self.scheduler.list_ids()
         except CommandError as e:
             raise SubmitException(f"cannot list the {self.name} jobs", e,
                                   transient=e.returncode is None) from e
 
     def attach(self, job: Job, native_id: str) -> None:
-        self._check_native_id(native_id)
+        self.scheduler.check_native_id(native_id)
         self._claim_for_attach(job, native_id)
-        with self._lock:
-            tracked = self._tracked.get(native_id)
-            if tracked is not None:  # followed already: share what we know
-                tracked.jobs.append(job)
-                current = tracked.jobs[0].status
-        if tracked is not None:
-            if current.state is not JobState.NEW:
-                self._set_job_status(job, JobStatus(current.state, current.time,
-                                                    metadata=current.metadata))
-            return
-        job_dir = self._find_job_dir(native_id)
-        log.info("job %s attached to %s job %s (%s)", job.id, self.name, native_id,
-                 f"job files in {job_dir.path}" if job_dir else "no job files")
-        tracked = _Tracked(native_id, job, job_dir, self.config.min_query_interval)
-        with self._lock:
-            self._tracked[native_id] = tracked
-            if job_dir is not None:  # (its script notes its changes for another executor)
-                self._polled[native_id] = tracked
-            wake = self._calendar.schedule(tracked, 0.0, pressing=True)
-        if wake:
-            self._monitor.poke()
+        current = self.monitor.attach(job, native_id)
+        if current is not None and current.state is not JobState.NEW:
+            self._set_job_status(job, JobStatus(current.state, current.time,
+                                                metadata=current.metadata))
 
     # ===================================================================== the job script
     def render_script(self, spec: JobSpec, job_dir: Path) -> str:
         """The batch script ``submit`` would write for ``spec`` into ``job_dir`` (for
         inspection and golden-file tests); InvalidJobException like ``submit``."""
         self._check_spec(spec)
-        job_dir_ = JobDir(job_dir)
-        return self._render(spec, job_dir_, self._directives(spec, job_dir_), None)
+        job_dir_ = JobDir(job_dir, host=self.host)
+        return self._render(spec, job_dir_, self.scheduler.directives(spec, job_dir_), None)
 
     def _render(self, spec: JobSpec, job_dir: JobDir, directives: dict[str, Any],
                 notes: Optional[Path]) -> str:
-        return render(self.template, {**directives, **self._body(spec, job_dir, notes)})
+        return render(self.scheduler.template, {**directives, **self._body(spec, job_dir, notes)})
 
     def _captures_environment(self, spec: Optional[JobSpec]) -> bool:
-        return spec is not None and spec.inherit_environment and not self.exports_environment
+        return (spec is not None and spec.inherit_environment
+                and not self.scheduler.exports_environment)
 
     def _body(self, spec: JobSpec, job_dir: JobDir, notes: Optional[Path]) -> dict[str, Any]:
         """The template context of the shared script body (batch/batch_body.mustache);
@@ -382,7 +346,7 @@ class BatchSchedulerExecutor(BatchMonitor):
 
     def _submitted_anyway(self, job_dir: JobDir, error: CommandError) -> Optional[str]:
         try:
-            return self._parse_submit(error.stdout)  # it printed the id before hanging
+            return self.scheduler.parse_submit(error.stdout)  # it printed the id, then hung
         except ValueError:
             return self._find_submitted(job_dir)
 
@@ -392,31 +356,20 @@ class BatchSchedulerExecutor(BatchMonitor):
         as its array, the id the submit command would have printed."""
         script = str(job_dir.script)
         try:
-            for native_id, command in self._submit_lines():
+            for native_id, command in self.scheduler.submit_lines():
                 if command.rstrip().endswith(script):
-                    parts = self._array_parts(native_id)
+                    parts = self.scheduler.array_parts(native_id)
                     return parts[0] if parts else native_id
         except CommandError as e:
             log.warning("%s: cannot look for a job submitted despite the error: %s",
                         self.name, e)
         return None
 
-    def _is_transient(self, error: CommandError) -> bool:
-        """True if a failed submit command may work when retried: its output names one
-        of the backend's ``transient_errors``."""
-        return self._says(error, self.transient_errors)
-
-    @staticmethod
-    def _says(error: CommandError, texts: Sequence[str]) -> bool:
-        """True if the failed command's output names one of ``texts``, in any case."""
-        said = f"{error.stderr} {error.stdout}".lower()
-        return any(text.lower() in said for text in texts)
-
     def _run_submit(self, job_dir: JobDir, argv: List[str],
                     meanwhile: Optional[Callable[[], None]] = None) -> str:
         try:
-            result = external.run(argv, timeout=self.config.command_timeout,
-                                  meanwhile=meanwhile)
+            result = self.host.run(argv, timeout=self.config.command_timeout,
+                                   meanwhile=meanwhile)
         except CommandError as e:
             # a submit command that timed out may have submitted the job all the same:
             # never leave it running unknown to us
@@ -425,26 +378,30 @@ class BatchSchedulerExecutor(BatchMonitor):
                 log.warning("%s: the submit command failed (%s) but %s job %s runs %s",
                             self.name, e, self.name, native_id, job_dir.script)
                 return native_id
-            transient = e.returncode is None or self._is_transient(e)
+            transient = e.returncode is None or self.scheduler.says(
+                e, self.scheduler.transient_errors)
             raise SubmitException(f"{self.name} did not take the job: "
                                   f"{(e.stderr or e.stdout or e.reason).strip()}",
                                   e, transient=transient) from e
         try:
-            return self._parse_submit(result.stdout)
+            return self.scheduler.parse_submit(result.stdout)
         except ValueError as e:
             raise SubmitException(f"no job id in the output of {result.argv!r}: "
                                   f"{result.stdout!r}", e) from e
 
     # ===================================================================== closing
+    def _validate(self, spec: JobSpec) -> None:
+        if self.scheduler.unusable_in_paths is not None:
+            pattern, why = self.scheduler.unusable_in_paths
+            found = pattern.search(str(self.work_directory))
+            if found:
+                raise InvalidJobException(f"the executor's work_directory "
+                                          f"{str(self.work_directory)!r} contains "
+                                          f"{found.group()!r}: {why}")
+        self.scheduler.validate(spec)
+
     def _close(self) -> None:
-        self._monitor_finalizer()
-        with self._lock:
-            unlinked, self._unlinked = self._unlinked, []
-            changes = self._changes
-        for t in unlinked:  # (jobs submitted since the monitor's last look)
-            self._link(t)
-        if changes is not None:
-            changes.remove()
+        self.monitor.close()
         with self._lock:
             _remove_spares(self._spare)
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 import functools
 import os
 import shlex
-import stat
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,8 +46,8 @@ from typing import Mapping, Optional, Sequence
 
 from ...environment import VALID_NAME
 from ...final_status import ended, shell_exit_code
-from ...private import DIR_MODE, create, fill
 from ...state import JobStatus
+from .host import LOCAL, FileData, Host
 from .script import shell_quote
 
 __all__ = ["JobDir", "ExitRecord", "exports", "SCRIPT", "BATCH_OUT", "STARTED", "EXIT",
@@ -129,32 +128,33 @@ class ExitRecord:
 
 
 class JobDir:
-    """One job's directory (see the module docstring)."""
+    """One job's directory (see the module docstring), on ``host``."""
 
     def __init__(self, path: Path, environment: Optional[bytes] = None,
-                 empty_script: bool = False) -> None:
+                 empty_script: bool = False, host: Host = LOCAL) -> None:
         self.path = path
+        self.host = host
         #: the text of its environment file, if this object wrote one (a spare's)
         self.environment = environment
         #: its job.sh exists, empty, made by this object (a spare's)
         self.empty_script = empty_script
 
     @classmethod
-    def create(cls, work_dir: Path, name: str) -> "JobDir":
-        """Make ``work_dir/name`` with mode 0700 (it must not exist yet), and its
-        ``batch.out`` (0600: the scheduler would create it under the job's umask)."""
-        job_dir = cls(work_dir / name)
-        os.mkdir(job_dir.path, DIR_MODE)
-        create(job_dir._file(BATCH_OUT), b"")
+    def create(cls, work_dir: Path, name: str, host: Host = LOCAL) -> "JobDir":
+        """Make ``work_dir/name`` (it must not exist yet), and its ``batch.out`` (0600:
+        the scheduler would create it under the job's umask)."""
+        job_dir = cls(work_dir / name, host=host)
+        host.make_dir(os.fspath(job_dir.path))
+        host.write_file(job_dir._file(BATCH_OUT), b"")
         return job_dir
 
     @classmethod
-    def spare(cls, work_dir: Path) -> "JobDir":
+    def spare(cls, work_dir: Path, host: Host = LOCAL) -> "JobDir":
         """A job directory made before its job is known (see the module docstring), with
         an empty ``job.sh``: writing into a file costs far less than creating one."""
-        spare = cls.create(work_dir, f"{_SPARE}{uuid.uuid4().hex}")
+        spare = cls.create(work_dir, f"{_SPARE}{uuid.uuid4().hex}", host)
         try:
-            create(spare._file(SCRIPT), b"", mode=0o700, exclusive=True)
+            host.write_file(spare._file(SCRIPT), b"", mode=0o700)
         except OSError:
             spare.remove()
             raise
@@ -165,87 +165,61 @@ class JobDir:
         """This spare directory, renamed ``name`` (which must not exist: rename(2) would
         replace an empty directory, but job ids are unique)."""
         path = self.path.with_name(name)
-        os.rename(self.path, path)
-        return JobDir(path, self.environment, self.empty_script)
+        self.host.rename(os.fspath(self.path), os.fspath(path))
+        return JobDir(path, self.environment, self.empty_script, self.host)
 
     @classmethod
-    def find(cls, work_dir: Path, native_id: str) -> Optional["JobDir"]:
+    def find(cls, work_dir: Path, native_id: str, host: Host = LOCAL) -> Optional["JobDir"]:
         """The directory of the job with ``native_id``, if this work directory has it."""
         link = os.path.join(work_dir, _IDS, native_id)
-        try:
-            linked = os.stat(link)
-            if stat.S_ISDIR(linked.st_mode):  # an earlier version's symlink to it
-                target = Path(link).resolve(strict=True)
-                return cls(target) if (target / SCRIPT).is_file() else None
-            with open(link, "rb") as f:
-                head = f.read(_SCRIPT_HEAD).decode("utf-8", "surrogateescape")
-        except (OSError, RuntimeError):
+        linked, = host.read_files([link], limit=_SCRIPT_HEAD)
+        if linked is None:
             return None
+        if linked.is_dir:  # an earlier version's symlink to the directory
+            script, = host.read_files([os.path.join(link, SCRIPT)], limit=0)
+            return cls(Path(link), host=host) if script is not None else None
         # the directory the script names, in this work directory (which may have moved
         # since), if its job.sh is the linked file
-        named = _named_dir(head)
+        named = _named_dir(linked.data.decode("utf-8", "surrogateescape"))
         if not named:
             return None
         path = work_dir / os.path.basename(named)
-        try:
-            same = os.path.samestat(os.stat(os.path.join(path, SCRIPT)), linked)
-        except OSError:
-            return None
-        return cls(path) if same else None
+        script, = host.read_files([os.path.join(path, SCRIPT)], limit=0)
+        same = script is not None and script.identity == linked.identity
+        return cls(path, host=host) if same else None
 
     def link(self, native_id: str) -> None:
         """Record that this directory belongs to the job ``native_id`` (a hard link to
         its script, see the module docstring)."""
-        # (paths as str: the monitor links every job it follows, pathlib cost 3 us of it)
         path = os.fspath(self.path)
-        ids = os.path.join(os.path.dirname(path), _IDS)
-        link = os.path.join(ids, native_id)
-        script = self._file(SCRIPT)
-        try:
-            os.link(script, link)
-        except FileNotFoundError:
-            if not os.path.isdir(ids):  # the first job of this work directory
-                try:
-                    os.mkdir(ids, DIR_MODE)
-                except FileExistsError:
-                    pass
-            os.link(script, link)
-        except FileExistsError:  # an id reused (the scheduler's state was reset)
-            os.unlink(link)
-            os.link(script, link)
+        self.host.hard_link(self._file(SCRIPT),
+                            os.path.join(os.path.dirname(path), _IDS, native_id))
 
     def write_script(self, text: str) -> None:
         """Write the batch script (mode 0700; the file must not exist yet, unless it is
         the empty one of a spare directory)."""
         data = text.encode("utf-8", "surrogateescape")
-        if self.empty_script:
-            fill(self._file(SCRIPT), data, mode=0o700)
-        else:
-            create(self._file(SCRIPT), data, mode=0o700, exclusive=True)
+        self.host.write_file(self._file(SCRIPT), data, mode=0o700,
+                             exclusive=not self.empty_script)
         self.empty_script = False
 
     def write_environment(self, data: bytes) -> None:
         """Write the environment file the script sources (mode 0600): ``data``, the
         text of :func:`exports`. Nothing is written when the file holds that text
-        already (a spare directory made while the previous submit command ran: one
-        file creation fewer on the submit path, where the scheduler's own disk writes
-        make it slow)."""
+        already (a spare directory made while the previous submit command ran)."""
         if data == self.environment:
             return
-        create(self._file(ENVIRONMENT), data)
+        self.host.write_file(self._file(ENVIRONMENT), data, exclusive=False)
         self.environment = data
 
     def drop_environment(self) -> None:
         """Remove the environment file this object wrote (a spare's, for a job that
         does not inherit the environment)."""
         if self.environment is not None:
-            os.unlink(self._file(ENVIRONMENT))
+            self.host.remove(self._file(ENVIRONMENT))
             self.environment = None
 
     def _file(self, name: str) -> str:
-        """The path of its file ``name``, as a str: what the submit path and the monitor
-        hand to os calls (joining to a Path and converting it back cost ~2 us a file,
-        several times a submit)."""
         return os.path.join(self.path, name)
 
     @property
@@ -255,9 +229,7 @@ class JobDir:
 
     def remove(self) -> None:
         """Delete the directory (a submission that failed leaves nothing behind)."""
-        for child in self.path.iterdir():
-            child.unlink()
-        self.path.rmdir()
+        self.host.remove(os.fspath(self.path))
 
     @property
     def script(self) -> Path:
@@ -271,38 +243,38 @@ class JobDir:
 
     def started(self) -> Optional[float]:
         """When the script started, or None if it has not (yet, as far as we can see)."""
-        try:
-            return os.stat(self._file(STARTED)).st_mtime
-        except OSError:
-            return None
+        return self.look()[0]
 
     def exit_record(self) -> Optional[ExitRecord]:
-        """The script's exit record, or None if there is none yet (or it is unreadable).
-        Read with os calls on one descriptor rather than pathlib's stat and read_text:
-        the monitor reads a record for every job that ends (12.7 -> 3.8 us of CPU)."""
-        try:
-            fd = os.open(self._file(EXIT), os.O_RDONLY)
-        except OSError:
-            return None
-        try:
-            mtime = os.fstat(fd).st_mtime
-            chunks = []
-            while chunk := os.read(fd, 4096):
-                chunks.append(chunk)
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
-        text = b"".join(chunks).decode("ascii", errors="replace")
-        # (being written: "1" of "137 TERM"; a line may end at "\r" too, as it did when
-        # the file was read as text)
-        if not text.endswith(("\n", "\r")):
-            return None
-        fields = text.split()
-        try:
-            status = int(fields[0])
-        except (ValueError, IndexError):
-            return None
-        caught = fields[1] if len(fields) > 1 and fields[1] != "-" else None
-        unusable = fields[2] if len(fields) > 2 and fields[2] != "-" else None
-        return ExitRecord(status, caught, mtime, unusable)
+        """The script's exit record, or None if there is none yet (or it is unreadable)."""
+        return self.look()[1]
+
+    def look(self) -> tuple[Optional[float], Optional[ExitRecord]]:
+        """When the script started and its exit record (None: not yet), in one read."""
+        return self.seen(*self.host.read_files([self._file(STARTED), self._file(EXIT)]))
+
+    def paths(self) -> tuple[str, str]:
+        """The files :meth:`seen` reads (for a read of many jobs' files at once)."""
+        return self._file(STARTED), self._file(EXIT)
+
+    @staticmethod
+    def seen(started: Optional[FileData],
+             exit_file: Optional[FileData]) -> tuple[Optional[float], Optional[ExitRecord]]:
+        """The start time and exit record that the files of :meth:`paths` tell."""
+        return (started.mtime if started else None,
+                _record(exit_file) if exit_file else None)
+
+
+def _record(exit_file: FileData) -> Optional[ExitRecord]:
+    text = exit_file.data.decode("ascii", errors="replace")
+    # (being written: "1" of "137 TERM"; a line may end at "\r" too)
+    if not text.endswith(("\n", "\r")):
+        return None
+    fields = text.split()
+    try:
+        status = int(fields[0])
+    except (ValueError, IndexError):
+        return None
+    caught = fields[1] if len(fields) > 1 and fields[1] != "-" else None
+    unusable = fields[2] if len(fields) > 2 and fields[2] != "-" else None
+    return ExitRecord(status, caught, exit_file.mtime, unusable)

@@ -27,40 +27,42 @@ How status works (docs/batch.md and docs/slurm.md have the full story):
 * A failing status command backs off and changes no job's state. Unknown native states
   are logged and ignored.
 
-``BatchMonitor`` is a base class of :class:`~.executor.BatchSchedulerExecutor`, not an
-object of its own: backends and tests override its methods (a backend's
-``_describe_final`` calls ``_accounting_records``; tests count ``_tick`` and
-``_check_files``), and it calls the backend's hooks (hooks.py). The executor's
-``__init__`` makes the state it shares with the submit path, declared in the class body
-below: ``_lock``, ``_tracked``, ``_noting``, ``_submitting``, ``_polled``, ``_unlinked``,
-``_calendar``, ``_changes`` and ``_accounting``.
+``StatusMonitor`` is an object the executor owns: its own state, lock and thread
+(named ``hpcjobs-<name>-<n>-monitor``, started by the first job it follows, ended when
+the executor closes or is collected). It asks the scheduler only through the backend's
+contract (scheduler.py) and reads files only through the executor's host (host.py).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 from typing import List, Optional, Sequence
 
-from ... import external
+from pathlib import Path
+from typing import Callable
+
 from ...errors import CommandError
 from ...final_status import Cause, describe_exit, ended, needs_cause
 from ...job import Job
 from ...state import JobState, JobStatus
+from ...threads import PeriodicTask, weakly
 from .arrays import ArrayDir
 from .changes import ChangeNotes
-from .hooks import BatchHooks
+from .config import BatchConfig
 from .jobdir import ExitRecord, JobDir
 from .native import NativeStatus
 from .query_calendar import QueryCalendar
+from .scheduler import Scheduler
 
-__all__ = ["BatchMonitor"]
+__all__ = ["StatusMonitor", "Tracked"]
 
 log = logging.getLogger(__name__)
 
 
-class _Tracked:
+class Tracked:
     """What the monitor knows about one live native job (shared by the Job objects that
     follow it: the submitted one and attached copies)."""
 
@@ -94,36 +96,144 @@ class _Tracked:
         return self.job_dir is None
 
 
-class BatchMonitor(BatchHooks):
-    """The monitor thread's work (see the module docstring)."""
+class StatusMonitor:
+    """Follows one executor's jobs once submitted or attached (see the module docstring).
 
-    _lock: threading.Lock  # guards what follows (and the executor's spare job directory)
-    _tracked: dict[str, _Tracked]  # by native id
-    _noting: dict[str, _Tracked]  # jobs whose scripts note changes, by job dir
-    _submitting: set[str]  # job dirs staged, not yet accepted or released
-    _polled: dict[str, _Tracked]  # jobs with files but no notes (attached)
-    _unlinked: list[_Tracked]  # ids/<native id> not written yet
-    _calendar: QueryCalendar[_Tracked]  # when to ask the scheduler about each job
-    _changes: Optional[ChangeNotes]  # made on the first submit
-    _accounting: Optional[bool]  # None: not probed yet
+    ``report(job, status, ran)`` hands a status to a job (the executor's state machine).
+    """
 
-    def _tick(self) -> Optional[float]:
-        """The monitor thread's body: returns the seconds until the next call. Its cost
-        is that of the jobs that changed (noted), are attached, or are due a query."""
+    def __init__(self, name: str, instance: int, scheduler: Scheduler, config: BatchConfig,
+                 work_directory: Path, report: Callable[[Job, JobStatus, bool], None]) -> None:
+        self.name = name
+        self.scheduler = scheduler
+        self.host = scheduler.host
+        self.config = config
+        self.work_directory = work_directory
+        self._report_to = weakly(report)  # (the monitor holds no executor alive)
+        self._lock = threading.Lock()  # guards what follows
+        self._tracked: dict[str, Tracked] = {}  # by native id
+        self._noting: dict[str, Tracked] = {}  # jobs whose scripts note changes, by job dir
+        self._submitting: set[str] = set()  # job dirs staged, not yet followed or released
+        self._polled: dict[str, Tracked] = {}  # jobs with files but no notes (attached)
+        self._unlinked: list[Tracked] = []  # ids/<native id> not written yet
+        self._changes = ChangeNotes(work_directory, self.host)  # (its directory: on first use)
+        tracked = self._tracked  # (not self: the calendar holds no monitor alive)
+        self._calendar: QueryCalendar[Tracked] = QueryCalendar(
+            config, lambda t: tracked.get(t.native_id) is t)
+        self._thread = PeriodicTask(f"hpcjobs-{name}-{instance}-monitor", self.tick)
+        #: what ends the monitor's thread and removes its notes, holding neither the
+        #: monitor nor its jobs (for the finalizer of a forgotten executor)
+        self.stop = functools.partial(_stop, self._thread, self._changes)
+
+    # -- what the executor tells it -----------------------------------------------------
+    @property
+    def native_ids(self) -> List[str]:
+        """The ids of the jobs it follows."""
+        with self._lock:
+            return list(self._tracked)
+
+    def notes_directory(self) -> Path:
+        """The directory job scripts note their changes in (changes.py)."""
+        with self._lock:
+            return self._changes.directory()
+
+    def submitting(self, job_dir: JobDir, staged: bool) -> None:
+        """A job of ``job_dir`` is staged (its notes may come before its id), or no
+        longer (``staged`` False: released, not submitted)."""
+        with self._lock:
+            if staged:
+                self._submitting.add(job_dir.path.name)
+            else:
+                self._submitting.discard(job_dir.path.name)
+
+    def follow(self, job: Job, native_id: str, job_dir: JobDir, linked: bool) -> None:
+        """Follow ``job``, just submitted as ``native_id`` (its id linked to its
+        directory already, or by the monitor, off the submit path)."""
+        tracked = Tracked(native_id, job, job_dir, self.config.min_query_interval)
+        name = job_dir.path.name
+        with self._lock:
+            self._tracked[native_id] = tracked
+            self._submitting.discard(name)
+            self._noting[name] = tracked
+            if not linked:
+                self._unlinked.append(tracked)
+            wake = self._calendar.schedule(tracked, self.config.min_query_interval,
+                                           pressing=False)
+            self._calendar.submitted()
+        if wake:  # (not while the monitor ticks every file_poll_interval anyway)
+            self._thread.poke()
+
+    def attach(self, job: Job, native_id: str) -> Optional[JobStatus]:
+        """Follow ``job`` as ``native_id``; if it is followed already, ``job`` shares it
+        and gets its current status (returned; None: it is new to the monitor)."""
+        with self._lock:
+            tracked = self._tracked.get(native_id)
+            if tracked is not None:
+                tracked.jobs.append(job)
+                return tracked.jobs[0].status
+        job_dir = self.find_job_dir(native_id)
+        log.info("job %s attached to %s job %s (%s)", job.id, self.name, native_id,
+                 f"job files in {job_dir.path}" if job_dir else "no job files")
+        tracked = Tracked(native_id, job, job_dir, self.config.min_query_interval)
+        with self._lock:
+            self._tracked[native_id] = tracked
+            if job_dir is not None:  # (its script notes its changes for another executor)
+                self._polled[native_id] = tracked
+            wake = self._calendar.schedule(tracked, 0.0, pressing=True)
+        if wake:
+            self._thread.poke()
+        return None
+
+    def cancelled(self, native_id: str, late: bool) -> None:
+        """This client asked to cancel ``native_id`` (``late``: it had ended): ask soon."""
+        with self._lock:
+            tracked = self._tracked.get(native_id)
+            if tracked is not None and not late:
+                # (not for a job that ended by itself: its end is its own, not a cancel)
+                tracked.cancelled = True
+            wake = tracked is not None and self._calendar.schedule(tracked, 0.5, pressing=True)
+        if wake:
+            self._thread.poke()
+
+    def link(self, job_dir: JobDir, native_id: str) -> None:
+        """Link ``native_id`` to ``job_dir`` (for attach from other processes)."""
+        try:
+            job_dir.link(native_id)
+        except OSError as e:
+            log.warning("%s job %s: cannot link its id to %s: %s", self.name, native_id,
+                        job_dir.path, e)
+
+    def find_job_dir(self, native_id: str) -> Optional[JobDir]:
+        """The job directory of ``native_id`` (an array task's through its array's)."""
+        job_dir = JobDir.find(self.work_directory, native_id, self.host)
+        parts = self.scheduler.array_parts(native_id) if job_dir is None else None
+        if parts is not None:
+            job_dir = ArrayDir.task_dir(self.work_directory, *parts, host=self.host)
+        return job_dir
+
+    def close(self) -> None:
+        """Stop the thread; link the jobs submitted since its last look; drop the notes."""
+        self._thread.stop(False)
+        with self._lock:
+            unlinked, self._unlinked = self._unlinked, []
+        for t in unlinked:
+            self._link(t)
+        self.stop()
+
+    # -- the thread ---------------------------------------------------------------------
+    def tick(self) -> Optional[float]:
+        """The thread's body: returns the seconds until the next call. Its cost is that
+        of the jobs that changed (noted), are attached, or are due a query."""
         with self._lock:
             if not self._tracked:
                 self._calendar.idle()
                 return None
             unlinked, self._unlinked = self._unlinked, []
             polled = list(self._polled.values())
-            changes = self._changes
         for t in unlinked:
             self._link(t)
-        if changes is not None:
-            self._read_notes(changes)
-        for t in polled:
-            if t.native_id in self._tracked:
-                self._check_files(t)
+        noted = self._read_notes(self._changes)
+        self.check_files([t for t in (*noted, *polled) if t.native_id in self._tracked])
         due = self._take_due()
         if due:
             urgent: Optional[set[str]] = None
@@ -137,52 +247,52 @@ class BatchMonitor(BatchHooks):
                 return None
             return self._calendar.next_wait(polling=bool(self._noting or self._polled))
 
-    def _read_notes(self, changes: ChangeNotes) -> None:
-        """Look at the files of the jobs whose scripts noted a change."""
+    def _read_notes(self, changes: ChangeNotes) -> List[Tracked]:
+        """The jobs whose scripts noted a change."""
+        noted = []
         for name in changes.take():
             with self._lock:
-                noted = self._noting.get(name)
-                early = noted is None and name in self._submitting
-            if noted is not None:
-                self._check_files(noted)
+                t = self._noting.get(name)
+                early = t is None and name in self._submitting
+            if t is not None:
+                noted.append(t)
             elif early:  # its submit command has not returned yet: look again next tick
                 changes.again(name)
+        return noted
 
-    def _link(self, t: _Tracked) -> None:
-        """Record which directory the job ``t`` has (for attach from other processes)."""
+    def _link(self, t: Tracked) -> None:
         assert t.job_dir is not None
-        self._link_dir(t.job_dir, t.native_id)
+        self.link(t.job_dir, t.native_id)
 
-    def _link_dir(self, job_dir: JobDir, native_id: str) -> None:
-        try:
-            job_dir.link(native_id)
-        except OSError as e:
-            log.warning("%s job %s: cannot link its id to %s: %s", self.name, native_id,
-                        job_dir.path, e)
+    def check_files(self, jobs: Sequence[Tracked]) -> set[str]:
+        """Look at these jobs' files (one read of the host for all); the ids of those
+        whose files ended them."""
+        paths: list[str] = []
+        for t in jobs:
+            assert t.job_dir is not None
+            paths += t.job_dir.paths()
+        found = self.host.read_files(paths) if paths else []
+        ended = set()
+        for i, t in enumerate(jobs):
+            if self._seen(t, *JobDir.seen(found[2 * i], found[2 * i + 1])):
+                ended.add(t.native_id)
+        return ended
 
-    def _find_job_dir(self, native_id: str) -> Optional[JobDir]:
-        """The job directory of ``native_id`` (an array task's through its array's)."""
-        job_dir = JobDir.find(self.work_directory, native_id)
-        parts = self._array_parts(native_id) if job_dir is None else None
-        if parts is not None:
-            job_dir = ArrayDir.task_dir(self.work_directory, *parts)
-        return job_dir
+    def _check(self, t: Tracked) -> bool:
+        """Look at one job's files; True if that ended the job."""
+        return bool(self.check_files([t]))
 
-    def _check_files(self, t: _Tracked) -> bool:
-        """Look at the job's files; True if that ended the job."""
-        assert t.job_dir is not None
-        record = t.job_dir.exit_record()
+    def _seen(self, t: Tracked, started: Optional[float], record: Optional[ExitRecord]) -> bool:
+        """What the job's files say; True if that ended the job."""
         final = (record is not None and record.caught is None
                  and not needs_cause(record.exit_code))
         # (a job that has ended goes to its final state in one report: a reader woken
         # by an ACTIVE first, e.g. `hpcjobs status`, would show a finished job running)
-        if not t.started and not final:
-            started = t.job_dir.started()
-            if started is not None:
-                t.started = True
-                self._report(t, JobStatus(JobState.ACTIVE, started))
-                with self._lock:  # it changed: ask soon how it ends, should no record come
-                    self._calendar.schedule(t, self.config.min_query_interval, pressing=False)
+        if not t.started and not final and started is not None:
+            t.started = True
+            self._report(t, JobStatus(JobState.ACTIVE, started))
+            with self._lock:  # it changed: ask soon how it ends, should no record come
+                self._calendar.schedule(t, self.config.min_query_interval, pressing=False)
         if record is None or record.mtime == t.exit_mtime:
             return False
         t.exit_mtime = record.mtime
@@ -203,27 +313,26 @@ class BatchMonitor(BatchHooks):
             self._calendar.schedule(t, 0.0, pressing=True)
         return False
 
-    def _reconcile(self, due: Sequence[_Tracked]) -> Optional[set[str]]:
+    def _reconcile(self, due: Sequence[Tracked]) -> Optional[set[str]]:
         """One round of status queries for the jobs that are due one. Returns the ids
         of those to ask about again soon, None if the status command failed."""
         for t in due:
             if t.job_dir is None:  # its submitter may have linked the job's files since
-                t.job_dir = self._find_job_dir(t.native_id)
+                t.job_dir = self.find_job_dir(t.native_id)
                 if t.job_dir is not None:
                     with self._lock:
                         self._polled[t.native_id] = t
-                    self._check_files(t)
+                    self._check(t)
         due = [t for t in due if t.native_id in self._tracked]
-        ids = [t.native_id for t in due]
         try:
-            found = self._query_status(ids)
+            found = self.scheduler.query([t.native_id for t in due])
         except CommandError as e:
             log.warning("%s status query failed (no job state changed; asking again in "
                         "5 s or more): %s", self.name, e)
             return None
         urgent: set[str] = set()
-        finals: list[tuple[_Tracked, NativeStatus]] = []
-        missing: list[_Tracked] = []
+        finals: list[tuple[Tracked, NativeStatus]] = []
+        missing: list[Tracked] = []
         for t in due:
             ns = found.get(t.native_id)
             if ns is None:
@@ -236,7 +345,7 @@ class BatchMonitor(BatchHooks):
                 if t.record is not None:
                     urgent.add(t.native_id)
         if finals:
-            self._describe_final([ns for _, ns in finals])
+            self.scheduler.describe_final([ns for _, ns in finals])
             self._withdraw([t.native_id for t, ns in finals
                             if ns.withdraw and t.job_dir is not None])
             for t, ns in finals:
@@ -253,25 +362,23 @@ class BatchMonitor(BatchHooks):
         user's job); it is reported FAILED all the same."""
         for native_id in never:
             try:
-                external.run(self._cancel_command(native_id),
-                             timeout=self.config.command_timeout)
+                self.scheduler.run(self.scheduler.cancel_command(native_id))
             except CommandError as e:
                 log.warning("%s: cannot cancel job %s, which it says can never run: %s",
                             self.name, native_id, e)
 
-    def _take_due(self) -> List[_Tracked]:
-        """The jobs to ask about now (QueryCalendar.take_due)."""
+    def _take_due(self) -> List[Tracked]:
         with self._lock:
             return self._calendar.take_due()
 
-    def _requeue(self, due: Sequence[_Tracked], urgent: Optional[set[str]]) -> None:
-        """Schedule the next query of the jobs just asked about (QueryCalendar.requeue):
-        the ``urgent`` ids soon; None: the query failed."""
+    def _requeue(self, due: Sequence[Tracked], urgent: Optional[set[str]]) -> None:
+        """Schedule the next query of the jobs just asked about: the ``urgent`` ids
+        soon; None: the query failed."""
         with self._lock:
             self._calendar.requeue(due, None if urgent is None else
                                    {t for t in due if t.native_id in urgent})
 
-    def _apply_live(self, t: _Tracked, ns: NativeStatus) -> None:
+    def _apply_live(self, t: Tracked, ns: NativeStatus) -> None:
         if ns.state is None:
             if ns.native_state not in t.warned:
                 t.warned.add(ns.native_state)
@@ -281,7 +388,7 @@ class BatchMonitor(BatchHooks):
         if t.record is not None and ns.state is JobState.QUEUED:
             t.record = None  # requeued after the SIGTERM: the next run writes new files
         if t.record is not None and t.record.caught is None and \
-                time.monotonic() - t.record_seen > self._record_grace():
+                time.monotonic() - t.record_seen > self.scheduler.grace():
             # its script has ended, yet the scheduler goes on calling it live: the record
             # is all there is to tell
             self._report(t, t.record.final_status(), ran=True)
@@ -290,11 +397,11 @@ class BatchMonitor(BatchHooks):
             t.started = True
         self._report(t, ns.status())
 
-    def _apply_final(self, t: _Tracked, ns: NativeStatus) -> bool:
+    def _apply_final(self, t: Tracked, ns: NativeStatus) -> bool:
         """The scheduler says the job ended; the job's own files, if any, say more.
         False if the job's script may still be writing its exit record (ask again)."""
         if t.job_dir is not None and t.record is None:
-            if self._check_files(t):
+            if self._check(t):
                 return True
             # (the started file, not the scheduler: on a file system the node does not
             # share, no record will ever come)
@@ -305,13 +412,13 @@ class BatchMonitor(BatchHooks):
                 now = time.monotonic()
                 if t.ended is None:
                     t.ended = (now, ns)
-                if now - t.ended[0] < self._record_grace():
+                if now - t.ended[0] < self.scheduler.grace():
                     t.ended = (t.ended[0], ns)
                     return False
         self._report(t, self._final_status(t, ns), ran=t.started)
         return True
 
-    def _final_status(self, t: _Tracked, ns: NativeStatus) -> JobStatus:
+    def _final_status(self, t: Tracked, ns: NativeStatus) -> JobStatus:
         """The scheduler's why, with the exit status: the script's record when it has
         one (the scheduler's figure is the shell's), else the scheduler's."""
         killed = "the job script was killed before it could record an exit code"
@@ -344,30 +451,15 @@ class BatchMonitor(BatchHooks):
             notes.append(killed)
         return ns.final(code, notes)
 
-    def _accounting_records(self, native_ids: Sequence[str]) -> Optional[dict[str, NativeStatus]]:
-        """What the accounting query says about ``native_ids``; None when it failed or
-        the scheduler has no accounting (remembered: it is never asked again)."""
-        if self._accounting is False:
-            return None
-        try:
-            records = self._query_accounting(native_ids)
-        except CommandError as e:
-            log.warning("%s accounting query failed (retrying later): %s", self.name, e)
-            return None
-        if records is None:
-            log.info("%s has no job accounting: vanished jobs end FAILED after the "
-                     "retention time", self.name)
-        self._accounting = records is not None
-        return records
-
-    def _vanished(self, missing: Sequence[_Tracked]) -> set[str]:
+    def _vanished(self, missing: Sequence[Tracked]) -> set[str]:
         """Jobs the status command no longer knows; returns the ids of those that need
         a query soon."""
         urgent: set[str] = set()
-        unexplained = [t for t in missing if t.job_dir is None or not self._check_files(t)]
+        ended = self.check_files([t for t in missing if t.job_dir is not None])
+        unexplained = [t for t in missing if t.native_id not in ended]
         ask = [t for t in unexplained if not t.asked_accounting]
-        if ask and self._accounting is not False:
-            records = self._accounting_records([t.native_id for t in ask])
+        if ask and self.scheduler.has_accounting is not False:
+            records = self.scheduler.accounting_records([t.native_id for t in ask])
             if records is not None:
                 for t in ask:
                     ns = records.get(t.native_id)
@@ -388,10 +480,10 @@ class BatchMonitor(BatchHooks):
             if t.missing_since is None:
                 t.missing_since = now
             if retention is None:
-                retention = self._retention_time()
+                retention = self.scheduler.retention()
             record = t.record
             if record is not None and record.caught is None and \
-                    (t.asked_accounting or self._accounting is False):
+                    (t.asked_accounting or self.scheduler.has_accounting is False):
                 # killed by a signal, and neither the queue nor accounting says why
                 status = record.final_status()
                 status.message = f"{status.message}; {self.name} no longer knows why"
@@ -414,7 +506,7 @@ class BatchMonitor(BatchHooks):
             self._report(t, JobStatus(JobState.FAILED, message=message), ran=t.started)
         return urgent
 
-    def _report(self, t: _Tracked, status: JobStatus, ran: bool = False) -> None:
+    def _report(self, t: Tracked, status: JobStatus, ran: bool = False) -> None:
         """Hand ``status`` to every Job following ``t``; a final one ends the tracking.
         A status in the job's current state refreshes its metadata (pending reason,
         start estimate, nodes)."""
@@ -428,7 +520,12 @@ class BatchMonitor(BatchHooks):
             log.info("%s job %s: %s (%s)", self.name, t.native_id, status.state,
                      status.message or describe_exit(status.exit_code))
         for job in t.jobs:  # a same-state status refreshes the metadata (core rule)
-            self._set_job_status(job, status, ran=ran)
+            self._report_to(job, status, ran)
+
+
+def _stop(thread: PeriodicTask, changes: ChangeNotes) -> None:
+    thread.stop(False)
+    changes.remove()
 
 
 # the shell's exit statuses for a program that could not be started
@@ -439,7 +536,7 @@ _UNUSABLE = {"directory": ": cd failed", "stdin_path": ": not readable",
              "stderr_path": ": its directory does not exist"}
 
 
-def _explain(t: _Tracked, record: ExitRecord) -> JobStatus:
+def _explain(t: Tracked, record: ExitRecord) -> JobStatus:
     """The final status ``record`` tells, saying what the job could not use (its
     directory, a stream: it never ran, as on the local executor) or naming the
     executable when the status is the shell's "cannot run it" (126, 127)."""

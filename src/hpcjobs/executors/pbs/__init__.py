@@ -4,9 +4,9 @@ its state tables and its template (``pbs.mustache``), over the shared batch mach
 :mod:`hpcjobs.executors.batch`."""
 
 from .commands import pbs_exec_bin
-from .executor import PBSConfig, PBSJobExecutor
+from .executor import OpenPBS, PBSConfig, PBSJobExecutor
 from .status import PBS_STATES
-from .torque import TORQUE_STATES, TorqueJobExecutor
+from .torque import TORQUE_STATES, Torque, TorqueJobExecutor
 
-__all__ = ["PBSJobExecutor", "PBSConfig", "PBS_STATES", "TORQUE_STATES", "TorqueJobExecutor",
+__all__ = ["OpenPBS", "Torque", "PBSJobExecutor", "PBSConfig", "PBS_STATES", "TORQUE_STATES", "TorqueJobExecutor",
            "pbs_exec_bin"]

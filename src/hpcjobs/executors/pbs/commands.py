@@ -8,18 +8,17 @@ import re
 from pathlib import Path
 from typing import Optional
 
+from ..batch.host import LOCAL, Host
+
 __all__ = ["pbs_exec_bin"]
 
 
-def pbs_exec_bin() -> Optional[Path]:
-    """``$PBS_EXEC/bin`` from the PBS configuration file, if it holds qstat."""
-    conf = Path(os.environ.get("PBS_CONF_FILE", "/etc/pbs.conf"))
-    try:
-        text = conf.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
+def pbs_exec_bin(host: Host = LOCAL) -> Optional[Path]:
+    """``$PBS_EXEC/bin`` from the PBS configuration file on ``host``, if it holds qstat."""
+    conf, = host.read_files([os.environ.get("PBS_CONF_FILE", "/etc/pbs.conf")])
+    text = conf.data.decode("utf-8", errors="replace") if conf else ""
     m = re.search(r"^\s*PBS_EXEC\s*=\s*(\S+)", text, re.MULTILINE)
-    if m is None or not (Path(m.group(1)) / "bin" / "qstat").exists():
+    if m is None or host.read_files([os.path.join(m.group(1), "bin", "qstat")], limit=0)[0] is None:
         return None
     return Path(m.group(1)) / "bin"
 

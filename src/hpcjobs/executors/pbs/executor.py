@@ -1,10 +1,10 @@
 """``PBSJobExecutor``: PSI/J jobs as PBS batch jobs (``get_instance('pbs')``).
 
-The backend of :class:`~hpcjobs.executors.batch.BatchSchedulerExecutor` for OpenPBS / PBS
+The batch backend (:class:`~hpcjobs.executors.batch.Scheduler`) for OpenPBS / PBS
 Professional: the command lines (qsub, ``qstat -f -F json -x``, qdel, qselect). The
 template is pbs.mustache beside this module (filled by directives.py), the state table
 is status.py's, where the commands are is commands.py's; the Torque flavour (torque.py:
-when it runs, and its few other command lines and status parser) is a subclass.
+when it runs, and its few other command lines and status parser) is a subclass of both.
 docs/pbs.md describes the behaviour; PBS's own reference is the "PBS Professional
 Reference Guide" (qsub, qstat).
 """
@@ -18,17 +18,16 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Optional, Sequence, Union
 
-from ... import external
 from ...executor import JobExecutorConfig
 from ...spec import JobSpec
-from ..batch import BatchConfig, BatchSchedulerExecutor, JobDir, NativeStatus
+from ..batch import (BatchConfig, Host, BatchSchedulerExecutor, JobDir, NativeStatus, Scheduler,
+                     directive_value, safe_job_name, walltime)
 from ..batch.arrays import ArrayDir
-from ..batch.script import directive_value, safe_job_name, walltime
 from .commands import pbs_exec_bin
 from .directives import custom, pbs_resources
 from .status import loads, native
 
-__all__ = ["PBSConfig", "PBSJobExecutor", "pbs_exec_bin"]
+__all__ = ["OpenPBS", "PBSConfig", "PBSJobExecutor", "pbs_exec_bin"]
 
 # a subjob of an array: 123[4].server, of the array 123[].server
 _SUBJOB = re.compile(r"([0-9]+)\[([0-9]+)\](\.[A-Za-z0-9_.-]+)?\Z")
@@ -57,14 +56,13 @@ class PBSConfig(BatchConfig):
     flavour: Optional[str] = None
 
 
-class PBSJobExecutor(BatchSchedulerExecutor):
-    """Runs jobs through PBS (qsub/qstat/qdel), see the module docstring."""
+class OpenPBS(Scheduler):
+    """OpenPBS's commands, parsers and state table (see the module docstring)."""
 
     name = "pbs"
-    #: what this class runs (the Torque flavour is torque.TorqueJobExecutor)
+    #: what this class runs (the Torque flavour is torque.Torque)
     flavour: ClassVar[str] = "openpbs"
     template = Path(__file__).with_name("pbs.mustache")
-    config_class = PBSConfig
     config: PBSConfig
     # qsub -V exports nothing in OpenPBS 23.06 (fixed upstream after it, 494e0f018) and
     # -v cannot carry every value byte for byte (tests/fixtures/openpbs-23.06, 13): the
@@ -97,30 +95,23 @@ class PBSJobExecutor(BatchSchedulerExecutor):
     unusable_in_paths = (re.compile(r"[:\r\n]|[^\x00-\x7f]"),
                          "qsub cannot take it in an output path")
 
-    def __new__(cls, url: Optional[str] = None,
-                config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> "PBSJobExecutor":
-        from .torque import flavour_class  # (get_instance('pbs') on a Torque site)
-        return super().__new__(flavour_class(cls, PBSConfig.coerce(config)))
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if self.config.flavour not in (None, self.flavour):
-            raise ValueError(f"get_instance({self.name!r}) runs the {self.flavour} flavour, "
-                             f"not {self.config.flavour!r}: ask for 'pbs' with that flavour")
+    def __init__(self, config: BatchConfig, host: Host) -> None:
+        super().__init__(config, host)
         given = self.config.bin_directory
-        self._bin = Path(given) if given else (pbs_exec_bin() if self.flavour == "openpbs"
+        self._bin = Path(given) if given else (pbs_exec_bin(host) if self.flavour == "openpbs"
                                                else None)
-        self._user = getpass.getuser()
+        self.user = getpass.getuser()
 
-    def _command(self, name: str, *args: str) -> list[str]:
+    def command(self, name: str, *args: str) -> list[str]:
+        """``name``'s command line, from ``bin_directory`` when there is one."""
         return [str(self._bin / name) if self._bin else name, *args]
 
     # -- the script ---------------------------------------------------------------------
-    def _resources(self, spec: JobSpec) -> dict[str, Any]:
+    def resources(self, spec: JobSpec) -> dict[str, Any]:
         """The flavour's resource and queue directives (directives.py)."""
         return {**pbs_resources(spec), "direct_output": True}  # (Torque: no -k d)
 
-    def _directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
+    def directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
         attrs = spec.attributes
         return {
             # qsub refuses a longer one ("Job name is too long"): 230 is the longest the
@@ -129,7 +120,7 @@ class PBSJobExecutor(BatchSchedulerExecutor):
             "job_name": safe_job_name(spec, _MAX_JOB_NAME),
             # (the other flavour's lines stay out of pbs.mustache)
             **dict.fromkeys(("select", "place", "nodes", "memory", "exclusive")),
-            **self._resources(spec),
+            **self.resources(spec),
             "walltime": walltime(attrs.duration),
             "account": (directive_value("JobAttributes.project_name", attrs.project_name)
                         if attrs.project_name else None),
@@ -137,8 +128,8 @@ class PBSJobExecutor(BatchSchedulerExecutor):
             "custom": custom(spec),
         }
 
-    def _submit_command(self, job_dir: JobDir) -> list[str]:
-        return self._command("qsub", str(job_dir.script))
+    def submit_command(self, job_dir: JobDir) -> list[str]:
+        return self.command("qsub", str(job_dir.script))
 
     # -- job arrays (batch/arrays.py) ---------------------------------------------------
     # "Job Arrays" in the OpenPBS User's Guide: qsub -J 0-N; subjob i of 123[].server
@@ -147,59 +138,79 @@ class PBSJobExecutor(BatchSchedulerExecutor):
     # (-o on qsub's command line overrides the first job's #PBS -o)
     per_job_directives = ("job_name", "output")
 
-    def _array_submit_command(self, array: ArrayDir, count: int) -> list[str]:
-        return self._command("qsub", "-J", f"0-{count - 1}",
+    def array_submit_command(self, array: ArrayDir, count: int) -> list[str]:
+        return self.command("qsub", "-J", f"0-{count - 1}",
                              "-o", f"{array.dir.path}/^array_index^.out", str(array.dir.script))
 
-    def _array_task_id(self, array_id: str, index: int) -> str:
+    def array_task_id(self, array_id: str, index: int) -> str:
         return array_id.replace("[]", f"[{index}]", 1)
 
-    def _array_parts(self, native_id: str) -> Optional[tuple[str, int]]:
+    def array_parts(self, native_id: str) -> Optional[tuple[str, int]]:
         m = _SUBJOB.match(native_id)
         return (f"{m.group(1)}[]{m.group(3) or ''}", int(m.group(2))) if m else None
 
-    def _max_array_size(self) -> int:
+    def max_array_size(self) -> int:
         """The server's max_array_size (PBS's default, 10000, if it cannot be read)."""
-        return self._read_once("PBS's max_array_size", self._server_array_limit, 10000)
+        return self.read_once("PBS's max_array_size", self._server_array_limit, 10000)
 
     def _server_array_limit(self) -> int:
-        out = external.run(self._command("qstat", "-B", "-f", "-F", "json"),
-                           timeout=self.config.command_timeout).stdout
+        out = self.run(self.command("qstat", "-B", "-f", "-F", "json")).stdout
         limit = 10000
         for server in loads(out).get("Server", {}).values():
             limit = int(server.get("max_array_size", 10000))
         return limit
 
-    def _cancel_command(self, native_id: str) -> list[str]:
-        return self._command("qdel", native_id)
+    def cancel_command(self, native_id: str) -> list[str]:
+        return self.command("qdel", native_id)
 
     # -- status -------------------------------------------------------------------------
-    def _records(self, native_ids: Sequence[str]) -> dict[str, Any]:
+    def records(self, native_ids: Sequence[str]) -> dict[str, Any]:
         """``qstat -f -F json -t -x <ids>`` (no ids: every live job, without -x), an
         array's subjobs included (-t)."""
-        argv = self._command("qstat", "-f", "-F", "json", "-t", *(["-x"] if native_ids else []),
+        argv = self.command("qstat", "-f", "-F", "json", "-t", *(["-x"] if native_ids else []),
                              *native_ids)
         # unknown ids are errors on stderr while the known ones are printed: any other
         # complaint (server down, ...) makes the whole answer untrustworthy
-        return self._run_status(argv, _UNKNOWN, lambda out: loads(out).get("Jobs", {}))
+        return self.run_status(argv, _UNKNOWN, lambda out: loads(out).get("Jobs", {}))
 
-    def _recent_ids(self, since: float) -> Optional[list[str]]:
+    def recent_ids(self, since: float) -> Optional[list[str]]:
         # from the history too (-x) by creation time (-tc): qstat -x would print it all
         created = "-tc.ge." + time.strftime("%Y%m%d%H%M.%S", time.localtime(since))
-        return external.run(self._command("qselect", "-x", "-u", self._user, created),
-                            timeout=self.config.command_timeout).stdout.split()
+        return self.run(self.command("qselect", "-x", "-u", self.user, created)).stdout.split()
 
-    def _native(self, native_id: str, record: dict[str, Any]) -> NativeStatus:
-        """One of ``_records``' records in PSI/J terms (the flavour's state table)."""
+    def native(self, native_id: str, record: dict[str, Any]) -> NativeStatus:
+        """One of ``records``' records in PSI/J terms (the flavour's state table)."""
         return native(native_id, record)
 
-    def _record_of(self, native_id: str, records: Mapping[str, Any]) -> Any:
+    def record_of(self, native_id: str, records: Mapping[str, Any]) -> Any:
         # an id attached without its server part: PBS answers with the full one
         return records.get(native_id) or next(
             (r for k, r in records.items() if "." not in native_id
              and k.split(".", 1)[0] == native_id), None)
 
-    def _list_command(self) -> list[str]:
+    def list_ids(self) -> list[str]:
         # -T: jobs and subjobs (123[4].server, the ids of jobs sent in an array), not
         # arrays (123[].server), which is what qselect lists by default
-        return self._command("qselect", "-u", self._user, "-T")
+        return self.run(self.command("qselect", "-u", self.user, "-T")).stdout.split()
+
+
+class PBSJobExecutor(BatchSchedulerExecutor):
+    """Runs jobs through PBS (qsub/qstat/qdel), see the module docstring."""
+
+    scheduler_class: ClassVar[type[Scheduler]] = OpenPBS
+    scheduler: OpenPBS
+    config_class = PBSConfig
+    config: PBSConfig
+
+    def __new__(cls, url: Optional[str] = None,
+                config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> "PBSJobExecutor":
+        from .torque import flavour_class  # (get_instance('pbs') on a Torque site)
+        return super().__new__(flavour_class(cls, PBSConfig.coerce(config)))
+
+    def __init__(self, url: Optional[str] = None,
+                 config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> None:
+        super().__init__(url, config)
+        flavour = self.scheduler.flavour
+        if self.config.flavour not in (None, flavour):
+            raise ValueError(f"get_instance({self.name!r}) runs the {flavour} flavour, "
+                             f"not {self.config.flavour!r}: ask for 'pbs' with that flavour")

@@ -15,21 +15,20 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, ClassVar, Optional, Sequence
 
-from ... import external
 from ...errors import CommandError, InvalidJobException
 from ...executor import JobExecutorConfig
 from ...final_status import Cause
 from ...spec import JobSpec
 from ...state import JobState
-from ..batch import JobDir, NativeStatus
+from ..batch import LOCAL, JobDir, NativeStatus, Scheduler
 from .directives import queue
 from .commands import pbs_exec_bin
-from .executor import PBSConfig, PBSJobExecutor
+from .executor import OpenPBS, PBSConfig, PBSJobExecutor
 from .status import exit_code, timestamp
 
-__all__ = ["FLAVOURS", "TORQUE_STATES", "TorqueJobExecutor", "flavour_class", "flavour_of",
+__all__ = ["FLAVOURS", "TORQUE_STATES", "Torque", "TorqueJobExecutor", "flavour_class", "flavour_of",
            "parse_qstat_f", "torque_native", "torque_resources"]
 
 FLAVOURS = ("openpbs", "torque")
@@ -58,8 +57,8 @@ _ATTRIBUTE = re.compile(r"\s+([A-Za-z_][A-Za-z0-9_.]*) = (.*)\Z")
 _UNKNOWN = re.compile(r"Unknown Job Id")
 
 
-class TorqueJobExecutor(PBSJobExecutor):
-    """Runs jobs through Torque's qsub/qstat/qdel, see the module docstring."""
+class Torque(OpenPBS):
+    """Torque's commands, parsers and state table (see the module docstring)."""
 
     name = "torque"
     flavour = "torque"
@@ -80,38 +79,45 @@ class TorqueJobExecutor(PBSJobExecutor):
     # wrappers make Slurm arrays of them: every job is submitted alone
     array_variables = None
 
-    def _resources(self, spec: JobSpec) -> dict[str, Any]:
+    def resources(self, spec: JobSpec) -> dict[str, Any]:
         return torque_resources(spec)
 
-    def _submit_command(self, job_dir: JobDir) -> list[str]:
+    def submit_command(self, job_dir: JobDir) -> list[str]:
         # -o/-j on the command line too: Slurm's qsub wrapper passes sbatch its own
         # -o/-e (job.sh.o<id>) unless given them, and those override the #PBS lines.
         # -v: Torque's qsub exports only the variables named (and PBS_O_*), and the
         # wrapper makes it sbatch --export=none,<them>; without -v sbatch would hand the
         # job qsub's whole environment (the base captures it when the spec inherits it)
-        return self._command("qsub", "-o", str(job_dir.batch_output), "-j", "oe",
+        return self.command("qsub", "-o", str(job_dir.batch_output), "-j", "oe",
                              "-v", f"HPCJOBS_JOB_DIR={job_dir.path}", str(job_dir.script))
 
-    def _records(self, native_ids: Sequence[str]) -> dict[str, Any]:
+    def records(self, native_ids: Sequence[str]) -> dict[str, Any]:
         """``qstat -f <ids>`` (no ids: every job the server shows), parsed; Torque exits
         153 (PBSE_UNKJOBID) when an id is unknown, saying so on stderr (the wrappers
         say nothing)."""
-        return self._run_status(self._command("qstat", "-f", *native_ids), _UNKNOWN,
+        return self.run_status(self.command("qstat", "-f", *native_ids), _UNKNOWN,
                                 parse_qstat_f, unknown_exit=(153,))
 
-    def _native(self, native_id: str, record: dict[str, Any]) -> NativeStatus:
+    def native(self, native_id: str, record: dict[str, Any]) -> NativeStatus:
         return torque_native(native_id, record)
 
-    def _recent_ids(self, since: float) -> Optional[list[str]]:
+    def recent_ids(self, since: float) -> Optional[list[str]]:
         # (the wrappers have no qselect; qstat -f lists the completed jobs too, until
         # keep_completed, Slurm's MinJobAge for the wrappers)
         return None
 
-    def _list_ids(self) -> list[str]:
+    def list_ids(self) -> list[str]:
         # (the wrappers have no qselect)
-        return [native_id for native_id, job in self._records(()).items()
-                if str(job.get("Job_Owner", "")).split("@")[0] == self._user
+        return [native_id for native_id, job in self.records(()).items()
+                if str(job.get("Job_Owner", "")).split("@")[0] == self.user
                 and job.get("job_state") != "C"]
+
+
+class TorqueJobExecutor(PBSJobExecutor):
+    """Runs jobs through Torque's qsub/qstat/qdel, see the module docstring."""
+
+    scheduler_class: ClassVar[type[Scheduler]] = Torque
+    scheduler: Torque
 
 
 def flavour_class(cls: type[PBSJobExecutor],
@@ -137,7 +143,7 @@ def flavour_of(config: PBSConfig) -> str:
         return "openpbs"
     qstat = str(Path(config.bin_directory, "qstat")) if config.bin_directory else "qstat"
     try:
-        result = external.run([qstat, "--version"], timeout=config.command_timeout, check=False)
+        result = LOCAL.run([qstat, "--version"], timeout=config.command_timeout, check=False)
     except CommandError:
         return "openpbs"  # no qstat to ask: the first command will say so
     return "torque" if _TORQUE_VERSION.search(result.stdout + result.stderr) else "openpbs"

@@ -1,7 +1,7 @@
 """``SlurmJobExecutor``: PSI/J jobs as Slurm batch jobs (``get_instance('slurm')``).
 
-The backend of :class:`~hpcjobs.executors.batch.BatchSchedulerExecutor` for Slurm: the
-template (slurm.mustache beside this module), the command lines (sbatch, squeue, sacct, scancel,
+The batch backend (:class:`~hpcjobs.executors.batch.Scheduler`) for Slurm: the template
+(slurm.mustache beside this module), the command lines (sbatch, squeue, sacct, scancel,
 scontrol) and the table mapping Slurm's job states to PSI/J's. docs/slurm.md describes
 the behaviour; Slurm's own references are https://slurm.schedmd.com/squeue.html
 ("JOB STATE CODES", "JOB REASON CODES") and https://slurm.schedmd.com/sacct.html.
@@ -16,17 +16,16 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
 
-from ... import external
 from ...errors import CommandError
 from ...final_status import Cause, decode_wait_status
 from ...spec import JobSpec
 from ...state import JobState
-from ..batch import BatchSchedulerExecutor, JobDir, NativeStatus
+from ..batch import (BatchSchedulerExecutor, JobDir, NativeStatus, Scheduler, directive_value,
+                     local_time, safe_job_name, walltime)
 from ..batch.arrays import ArrayDir
-from ..batch.native import local_time
-from ..batch.script import custom_attributes, directive_value, safe_job_name, walltime
+from ..batch.script import custom_attributes
 
-__all__ = ["SlurmJobExecutor", "SLURM_STATES"]
+__all__ = ["Slurm", "SlurmJobExecutor", "SLURM_STATES"]
 
 _Q, _A = JobState.QUEUED, JobState.ACTIVE
 _C, _F, _X = JobState.COMPLETED, JobState.FAILED, JobState.CANCELED
@@ -82,8 +81,8 @@ _MAY_NOT_HAVE_RUN = {"CANCELLED", "DEADLINE", "BOOT_FAIL", "REVOKED"}
 _CONFIG_DEFAULTS = {"MinJobAge": 300.0, "KillWait": 30.0, "MaxArraySize": 1001.0}
 
 
-class SlurmJobExecutor(BatchSchedulerExecutor):
-    """Runs jobs through Slurm (sbatch/squeue/sacct/scancel), see the module docstring."""
+class Slurm(Scheduler):
+    """Slurm's commands, parsers and state table (see the module docstring)."""
 
     name = "slurm"
     template = Path(__file__).with_name("slurm.mustache")
@@ -99,15 +98,14 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
     unusable_in_paths = (re.compile(r"\\"),
                          "sbatch drops backslashes from --output paths (its filename patterns)")
 
-    def _validate(self, spec: JobSpec) -> None:
-        super()._validate(spec)
+    def validate(self, spec: JobSpec) -> None:
         self._custom(spec)  # every check that needs no scheduler, before submitting
         for field in ("queue_name", "project_name", "reservation_id"):
             value = getattr(spec.attributes, field)
             if value is not None:
                 directive_value(f"JobAttributes.{field}", value)
 
-    def _directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
+    def directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
         res = spec.resources_v1
         attrs = spec.attributes
         return {
@@ -142,7 +140,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
                         "value": None if value is True else directive_value(field, str(value))})
         return out
 
-    def _submit_command(self, job_dir: JobDir) -> list[str]:
+    def submit_command(self, job_dir: JobDir) -> list[str]:
         # --output names our file; '%' would be one of sbatch's filename patterns
         output = str(job_dir.batch_output).replace("%", "%%")
         return ["sbatch", "--parsable", f"--output={output}", str(job_dir.script)]
@@ -153,7 +151,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
     array_variables = ("SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID")
     per_job_directives = ("job_name",)
 
-    def _array_submit_command(self, array: ArrayDir, count: int) -> list[str]:
+    def array_submit_command(self, array: ArrayDir, count: int) -> list[str]:
         # slurmstepd creates <i>.out under the job's umask, inside the 0700 array
         # directory; the dispatcher makes it 0600 before the job writes to it (creating
         # them all here would cost one file creation per task on the submit path)
@@ -162,31 +160,30 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
         return ["sbatch", "--parsable", f"--array=0-{count - 1}", f"--output={output}",
                 str(array.dir.script)]
 
-    def _array_task_id(self, array_id: str, index: int) -> str:
+    def array_task_id(self, array_id: str, index: int) -> str:
         return f"{array_id}_{index}"
 
-    def _array_parts(self, native_id: str) -> Optional[tuple[str, int]]:
+    def array_parts(self, native_id: str) -> Optional[tuple[str, int]]:
         m = _TASK_ID.match(native_id)
         return (m.group(1), int(m.group(2))) if m else None
 
-    def _max_array_size(self) -> int:
+    def max_array_size(self) -> int:
         # indices run from 0 to MaxArraySize - 1
         return int(self._slurm_config()["MaxArraySize"])
 
-    def _parse_submit(self, stdout: str) -> str:
+    def parse_submit(self, stdout: str) -> str:
         # --parsable prints "<id>" or "<id>;<cluster>"
-        return super()._parse_submit(stdout.strip().split(";")[0])
+        return super().parse_submit(stdout.strip().split(";")[0])
 
-    def _submit_lines(self) -> Iterable[tuple[str, str]]:
-        out = external.run(["squeue", "--noheader", "--states=all", self._user_selection(),
-                            "--Format=JobArrayID:|,Command:"],
-                           timeout=self.config.command_timeout).stdout
+    def submit_lines(self) -> Iterable[tuple[str, str]]:
+        out = self.run(["squeue", "--noheader", "--states=all", self.user_selection(),
+                        "--Format=JobArrayID:|,Command:"]).stdout
         for line in out.splitlines():
             native_id, _, command = line.partition("|")
             # an array's records read 123_[0-9] or 123_4: it was submitted as 123
             yield native_id.strip().split("_")[0], command.strip()
 
-    def _cancel_command(self, native_id: str) -> list[str]:
+    def cancel_command(self, native_id: str) -> list[str]:
         return ["scancel", native_id]
 
     # -- status -------------------------------------------------------------------------
@@ -196,13 +193,13 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
     # listing the user's 5,700 jobs cost 30 ms, what 50 ids did (docs/slurm.md)
     few_ids = 50
 
-    def _records(self, native_ids: Sequence[str]) -> dict[str, str]:
-        """squeue's lines, unparsed (``_native`` reads a line only for a job asked
+    def records(self, native_ids: Sequence[str]) -> dict[str, str]:
+        """squeue's lines, unparsed (``native`` reads a line only for a job asked
         about: a listing has thousands), by job id; no ids: the user's jobs."""
         argv = ["squeue", "--noheader", "--states=all",
-                f"--jobs={','.join(native_ids)}" if native_ids else self._user_selection(),
+                f"--jobs={','.join(native_ids)}" if native_ids else self.user_selection(),
                 f"--Format={_SQUEUE_FORMAT}"]
-        result = external.run(argv, timeout=self.config.command_timeout, check=False)
+        result = self.run(argv, check=False)
         if result.returncode == 0:
             return _squeue_records(result.stdout)
         # squeue exits 1 saying "Invalid job id specified" when it knows none of the ids
@@ -214,7 +211,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
             return {}
         raise CommandError(result.argv, result.returncode, result.stdout, result.stderr)
 
-    def _record_of(self, native_id: str, records: Mapping[str, str]) -> Optional[str]:
+    def record_of(self, native_id: str, records: Mapping[str, str]) -> Optional[str]:
         record = records.get(native_id)
         if record is None and "_" in native_id:
             # the tasks of an array still pending share one record, "123_[4-9,12%2]",
@@ -226,7 +223,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
                 return pending
         return record
 
-    def _native(self, native_id: str, record: str) -> NativeStatus:
+    def native(self, native_id: str, record: str) -> NativeStatus:
         _, state, reason, raw_exit, start, nodes = (
             f.strip() for f in record.split("|", len(_SQUEUE_FIELDS))[:len(_SQUEUE_FIELDS)])
         exit_code = decode_wait_status(int(raw_exit)) if raw_exit.isdigit() else None
@@ -237,10 +234,10 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
             ns.metadata["nodes"] = nodes
         return ns
 
-    def _query_accounting(self, native_ids: Sequence[str]) -> Optional[dict[str, NativeStatus]]:
+    def accounting(self, native_ids: Sequence[str]) -> Optional[dict[str, NativeStatus]]:
         argv = ["sacct", "--allocations", "--noheader", "--parsable2",
                 f"--jobs={','.join(native_ids)}", f"--format={','.join(_SACCT_FIELDS)}"]
-        result = external.run(argv, timeout=self.config.command_timeout, check=False)
+        result = self.run(argv, check=False)
         if result.returncode != 0:
             if "accounting storage is disabled" in result.stderr.lower():
                 return None
@@ -256,10 +253,10 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
                 found[task_id] = ns
         return found
 
-    def _describe_final(self, statuses: Sequence[NativeStatus]) -> None:
+    def describe_final(self, statuses: Sequence[NativeStatus]) -> None:
         # squeue says CANCELLED but not by whom; accounting does ("CANCELLED by 1000")
         cancelled = [ns for ns in statuses if ns.native_state == "CANCELLED"]
-        records = self._accounting_records([ns.native_id for ns in cancelled]) if cancelled else None
+        records = self.accounting_records([ns.native_id for ns in cancelled]) if cancelled else None
         if records is None:
             return
         for ns in cancelled:
@@ -267,19 +264,20 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
             if record is not None and record.message and record.message.startswith("by "):
                 ns.message = record.message
 
-    def _list_command(self) -> list[str]:
-        return ["squeue", "--noheader", self._user_selection(), "--Format=JobArrayID"]
+    def list_ids(self) -> list[str]:
+        out = self.run(["squeue", "--noheader", self.user_selection(), "--Format=JobArrayID"])
+        return out.stdout.split()
 
-    def _user_selection(self) -> str:
+    def user_selection(self) -> str:
         """The squeue option that selects this user's jobs: by uid, which is always
         right, where a name from ``$USER`` may not be."""
         return f"--user={os.getuid()}"
 
-    def _retention_time(self) -> float:
+    def retention(self) -> float:
         """Slurm's MinJobAge: how long squeue shows finished jobs."""
         return self._slurm_config()["MinJobAge"]
 
-    def _record_grace(self) -> float:
+    def grace(self) -> float:
         # Slurm's KillWait: between the SIGTERM and the SIGKILL of a cancelled or timed
         # out job (https://slurm.schedmd.com/slurm.conf.html#OPT_KillWait), plus margin
         return self._slurm_config()["KillWait"] + 5.0
@@ -287,17 +285,24 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
     def _slurm_config(self) -> dict[str, float]:
         """MinJobAge, KillWait and MaxArraySize from ``scontrol show config``, read once
         (Slurm's defaults, 300 s, 30 s and 1001, if it cannot be read)."""
-        return self._read_once("Slurm's configuration", self._read_config, _CONFIG_DEFAULTS)
+        return self.read_once("Slurm's configuration", self._read_config, _CONFIG_DEFAULTS)
 
     def _read_config(self) -> dict[str, float]:
-        out = external.run(["scontrol", "show", "config"],
-                           timeout=self.config.command_timeout).stdout
+        out = self.run(["scontrol", "show", "config"]).stdout
         config = dict(_CONFIG_DEFAULTS)
         for key in config:
             m = re.search(rf"^{key}\s*=\s*(\d+)", out, re.MULTILINE)
             if m:
                 config[key] = float(m.group(1))
         return config
+
+
+class SlurmJobExecutor(BatchSchedulerExecutor):
+    """Runs jobs through Slurm (sbatch/squeue/sacct/scancel), see the module docstring."""
+
+    scheduler_class = Slurm
+    scheduler: Slurm
+
 
 def _rows(listing: str, width: int) -> Iterator[list[str]]:
     """The ``|``-separated rows of a squeue/sacct listing that have all ``width`` fields
