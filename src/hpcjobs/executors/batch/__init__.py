@@ -10,13 +10,13 @@ one bulk status query per tick, and job arrays for bursts live here, on a
 
 from .config import BatchConfig
 from .executor import BatchSchedulerExecutor
-from .host import LOCAL, FileData, Host, LocalHost
+from .host import LOCAL, FileData, Host
 from .jobdir import ExitRecord, JobDir
 from .native import NativeStatus, local_time
 from .scheduler import Scheduler
 from .script import Expandable, directive_value, render, safe_job_name, shell_quote, walltime
 
 __all__ = ["BatchConfig", "BatchSchedulerExecutor", "ExitRecord", "FileData", "Host",
-           "JobDir", "LOCAL", "LocalHost", "NativeStatus", "Scheduler", "Expandable",
+           "JobDir", "LOCAL", "NativeStatus", "Scheduler", "Expandable",
            "directive_value", "local_time", "render", "safe_job_name", "shell_quote",
            "walltime"]

@@ -3,8 +3,8 @@
 Every scheduler command (``sbatch``, ``qstat``, ...) and every file of the work
 directory (job scripts, the files a script writes about itself, change notes, id links)
 goes through one ``Host``, so that where the scheduler is can change under every
-backend at once. :class:`LocalHost` is this machine. A host reached over a connection
-(ssh) implements the same methods; the bulk ones (:meth:`Host.read_files`) let the
+backend at once. :class:`Host` is this machine; a host reached over a connection (ssh)
+is a subclass that overrides its methods. The bulk ones (:meth:`Host.read_files`) let the
 monitor look at all the jobs a tick needs in one round trip.
 
 Paths are strings, as the other side sees them. Files hpcjobs writes are private
@@ -17,12 +17,12 @@ import os
 import shutil
 import stat
 from dataclasses import dataclass
-from typing import Callable, Optional, Protocol, Sequence
+from typing import Callable, Optional, Sequence
 
 from ... import external
 from ...private import DIR_MODE, FILE_MODE, create, fill
 
-__all__ = ["FileData", "Host", "LocalHost", "LOCAL"]
+__all__ = ["FileData", "Host", "LOCAL"]
 
 
 @dataclass(frozen=True)
@@ -38,53 +38,22 @@ class FileData:
     data: bytes = b""
 
 
-class Host(Protocol):
-    """What the batch machinery asks of the machine the scheduler is on."""
+class Host:
+    """What the batch machinery asks of the machine the scheduler is on: this machine.
+    A host reached over a connection is a subclass that overrides every method."""
 
     def run(self, argv: Sequence[str], *, timeout: float, check: bool = True,
             meanwhile: Optional[Callable[[], None]] = None) -> external.CommandResult:
         """Run ``argv`` there (:func:`hpcjobs.external.run`'s contract: no shell, a
         timeout, ``CommandError`` with the output on failure; ``meanwhile`` runs here
         while the command runs there)."""
+        return external.run(argv, timeout=timeout, check=check, meanwhile=meanwhile)
 
     def read_files(self, paths: Sequence[str], offsets: Optional[Sequence[int]] = None,
                    limit: int = 1 << 20) -> list[Optional[FileData]]:
         """Each path's file, read from its offset (0 if none given), at most ``limit``
         bytes; None for one that cannot be read (missing). One request for all."""
-
-    def list_dir(self, path: str) -> Optional[list[str]]:
-        """The names in the directory ``path``; None if it does not exist."""
-
-    def make_dir(self, path: str, exist_ok: bool = False) -> None:
-        """Make the directory ``path`` (mode 0700); its parent must exist."""
-
-    def write_file(self, path: str, data: bytes, mode: int = FILE_MODE,
-                   exclusive: bool = True) -> None:
-        """Write ``data`` as the file ``path`` (``mode`` if it is created);
-        ``exclusive``: it must not exist yet (else an existing one is overwritten)."""
-
-    def rename(self, source: str, target: str) -> None:
-        """Rename ``source`` to ``target``."""
-
-    def hard_link(self, target: str, link: str) -> None:
-        """Make ``link`` a hard link to ``target``, replacing a link of that name and
-        making its directory (0700) if it is missing."""
-
-    def remove(self, path: str) -> None:
-        """Remove the file or the directory tree ``path`` (gone already: no error)."""
-
-
-class LocalHost:
-    """This machine (see :class:`Host`)."""
-
-    def run(self, argv: Sequence[str], *, timeout: float, check: bool = True,
-            meanwhile: Optional[Callable[[], None]] = None) -> external.CommandResult:
-        return external.run(argv, timeout=timeout, check=check, meanwhile=meanwhile)
-
-    def read_files(self, paths: Sequence[str], offsets: Optional[Sequence[int]] = None,
-                   limit: int = 1 << 20) -> list[Optional[FileData]]:
         return [self._read(p, offsets[i] if offsets else 0, limit) for i, p in enumerate(paths)]
-
     @staticmethod
     def _read(path: str, offset: int, limit: int) -> Optional[FileData]:
         # (one descriptor for the stat and the read: the mtime is that of what is read)
@@ -103,12 +72,14 @@ class LocalHost:
         return FileData(st.st_mtime, (st.st_dev, st.st_ino), st.st_size, is_dir, data)
 
     def list_dir(self, path: str) -> Optional[list[str]]:
+        """The names in the directory ``path``; None if it does not exist."""
         try:
             return os.listdir(path)
         except FileNotFoundError:
             return None
 
     def make_dir(self, path: str, exist_ok: bool = False) -> None:
+        """Make the directory ``path`` (mode 0700); its parent must exist."""
         try:
             os.mkdir(path, DIR_MODE)
         except FileExistsError:
@@ -117,6 +88,8 @@ class LocalHost:
 
     def write_file(self, path: str, data: bytes, mode: int = FILE_MODE,
                    exclusive: bool = True) -> None:
+        """Write ``data`` as the file ``path`` (``mode`` if it is created);
+        ``exclusive``: it must not exist yet (else an existing one is overwritten)."""
         # (an existing file is filled, not truncated by open: see private.fill)
         if exclusive:
             create(path, data, mode=mode, exclusive=True)
@@ -124,9 +97,12 @@ class LocalHost:
             fill(path, data, mode=mode)
 
     def rename(self, source: str, target: str) -> None:
+        """Rename ``source`` to ``target``."""
         os.rename(source, target)
 
     def hard_link(self, target: str, link: str) -> None:
+        """Make ``link`` a hard link to ``target``, replacing a link of that name and
+        making its directory (0700) if it is missing."""
         try:
             os.link(target, link)
         except FileNotFoundError:
@@ -137,6 +113,7 @@ class LocalHost:
             os.link(target, link)
 
     def remove(self, path: str) -> None:
+        """Remove the file or the directory tree ``path`` (gone already: no error)."""
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)
         else:
@@ -147,4 +124,4 @@ class LocalHost:
 
 
 #: this machine
-LOCAL: Host = LocalHost()
+LOCAL = Host()

@@ -1,4 +1,4 @@
-"""``BatchMonitor``: how a batch executor follows its jobs once submitted.
+"""``StatusMonitor``: how a batch executor follows its jobs once submitted.
 
 How status works (docs/batch.md and docs/slurm.md have the full story):
 
@@ -13,7 +13,7 @@ How status works (docs/batch.md and docs/slurm.md have the full story):
   cancelled while pending, killed before the script could write, node failure, why a
   SIGTERM came). Each job has its own next query time, with a doubling interval; the
   jobs due close together are asked in ONE query (a command per ``query_chunk_size``
-  ids, or for many jobs one listing of every job: hooks.py), never one per submit, and
+  ids, or for many jobs one listing of every job: ``Scheduler.query``), never one per submit, and
   routine queries wait while this executor submits (query_calendar.py has the rules);
   a submit wakes the monitor only when it follows no job yet (else it looks at its new
   jobs on its next tick).
@@ -35,14 +35,13 @@ contract (scheduler.py) and reads files only through the executor's host (host.p
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import threading
 import time
-from typing import List, Optional, Sequence
-
 from pathlib import Path
-from typing import Callable
+from typing import Callable, List, Optional, Sequence
 
 from ...errors import CommandError
 from ...final_status import Cause, describe_exit, ended, needs_cause
@@ -62,32 +61,27 @@ __all__ = ["StatusMonitor", "Tracked"]
 log = logging.getLogger(__name__)
 
 
+@dataclasses.dataclass(eq=False)
 class Tracked:
     """What the monitor knows about one live native job (shared by the Job objects that
     follow it: the submitted one and attached copies)."""
 
-    __slots__ = ("native_id", "jobs", "job_dir", "started", "exit_mtime", "record",
-                 "ended", "missing_since", "asked_accounting", "warned", "record_seen",
-                 "due", "interval", "cancelled")
-
-    def __init__(self, native_id: str, job: Job, job_dir: Optional[JobDir],
-                 interval: float) -> None:
-        self.native_id = native_id
-        self.jobs = [job]
-        self.job_dir = job_dir
-        self.due = float("inf")  # when to ask the scheduler next (monotonic)
-        self.interval = interval  # the current query interval (doubles, see BatchConfig)
-        self.started = False
-        self.exit_mtime: Optional[float] = None
-        # an exit record that needs the scheduler's why (a signal), and when it was seen
-        self.record: Optional[ExitRecord] = None
-        self.record_seen = 0.0
-        # the scheduler's final word while the script may still be writing its record
-        self.ended: Optional[tuple[float, NativeStatus]] = None
-        self.missing_since: Optional[float] = None
-        self.asked_accounting = False
-        self.warned: set[str] = set()
-        self.cancelled = False  # this client asked the scheduler to cancel it
+    native_id: str
+    jobs: list[Job]
+    job_dir: Optional[JobDir]
+    interval: float  # the current query interval (doubles, see BatchConfig)
+    due: float = float("inf")  # when to ask the scheduler next (monotonic)
+    started: bool = False
+    exit_mtime: Optional[float] = None
+    # an exit record that needs the scheduler's why (a signal), and when it was seen
+    record: Optional[ExitRecord] = None
+    record_seen: float = 0.0
+    # the scheduler's final word while the script may still be writing its record
+    ended: Optional[tuple[float, NativeStatus]] = None
+    missing_since: Optional[float] = None
+    asked_accounting: bool = False
+    warned: set[str] = dataclasses.field(default_factory=set)
+    cancelled: bool = False  # this client asked the scheduler to cancel it
 
     @property
     def blind(self) -> bool:
@@ -149,7 +143,7 @@ class StatusMonitor:
     def follow(self, job: Job, native_id: str, job_dir: JobDir, linked: bool) -> None:
         """Follow ``job``, just submitted as ``native_id`` (its id linked to its
         directory already, or by the monitor, off the submit path)."""
-        tracked = Tracked(native_id, job, job_dir, self.config.min_query_interval)
+        tracked = Tracked(native_id, [job], job_dir, self.config.min_query_interval)
         name = job_dir.path.name
         with self._lock:
             self._tracked[native_id] = tracked
@@ -174,7 +168,7 @@ class StatusMonitor:
         job_dir = self.find_job_dir(native_id)
         log.info("job %s attached to %s job %s (%s)", job.id, self.name, native_id,
                  f"job files in {job_dir.path}" if job_dir else "no job files")
-        tracked = Tracked(native_id, job, job_dir, self.config.min_query_interval)
+        tracked = Tracked(native_id, [job], job_dir, self.config.min_query_interval)
         with self._lock:
             self._tracked[native_id] = tracked
             if job_dir is not None:  # (its script notes its changes for another executor)
