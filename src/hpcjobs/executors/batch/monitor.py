@@ -109,7 +109,7 @@ class StatusMonitor:
         self._noting: dict[str, Tracked] = {}  # jobs whose scripts note changes, by job dir
         self._submitting: set[str] = set()  # job dirs staged, not yet followed or released
         self._polled: dict[str, Tracked] = {}  # jobs with files but no notes (attached)
-        self._unlinked: list[Tracked] = []  # ids/<native id> not written yet
+        self._unlinked: list[tuple[JobDir, str]] = []  # ids/<native id> not written yet
         self._changes = ChangeNotes(work_directory, self.host)  # (its directory: on first use)
         tracked = self._tracked  # (not self: the calendar holds no monitor alive)
         self._calendar: QueryCalendar[Tracked] = QueryCalendar(
@@ -150,7 +150,7 @@ class StatusMonitor:
             self._submitting.discard(name)
             self._noting[name] = tracked
             if not linked:
-                self._unlinked.append(tracked)
+                self._unlinked.append((job_dir, native_id))
             wake = self._calendar.schedule(tracked, self.config.min_query_interval,
                                            pressing=False)
             self._calendar.submitted()
@@ -210,8 +210,8 @@ class StatusMonitor:
         self._thread.stop(False)
         with self._lock:
             unlinked, self._unlinked = self._unlinked, []
-        for t in unlinked:
-            self._link(t)
+        for job_dir, native_id in unlinked:
+            self.link(job_dir, native_id)
         self.stop()
 
     # -- the thread ---------------------------------------------------------------------
@@ -224,17 +224,21 @@ class StatusMonitor:
                 return None
             unlinked, self._unlinked = self._unlinked, []
             polled = list(self._polled.values())
-        for t in unlinked:
-            self._link(t)
+        for job_dir, native_id in unlinked:
+            self.link(job_dir, native_id)
         noted = self._read_notes(self._changes)
         self.check_files([t for t in (*noted, *polled) if t.native_id in self._tracked])
-        due = self._take_due()
+        with self._lock:
+            due = self._calendar.take_due()
         if due:
             urgent: Optional[set[str]] = None
             try:
                 urgent = self._reconcile(due)
-            finally:  # (whatever happened: these jobs must be asked about again)
-                self._requeue(due, urgent)
+            finally:  # (whatever happened: these jobs must be asked about again: the
+                # urgent ones soon, all after a back-off if the query failed)
+                with self._lock:
+                    self._calendar.requeue(due, None if urgent is None else
+                                           {t for t in due if t.native_id in urgent})
         with self._lock:
             if not self._tracked:
                 self._calendar.idle()
@@ -253,10 +257,6 @@ class StatusMonitor:
             elif early:  # its submit command has not returned yet: look again next tick
                 changes.again(name)
         return noted
-
-    def _link(self, t: Tracked) -> None:
-        assert t.job_dir is not None
-        self.link(t.job_dir, t.native_id)
 
     def check_files(self, jobs: Sequence[Tracked]) -> set[str]:
         """Look at these jobs' files (one read of the host for all); the ids of those
@@ -360,17 +360,6 @@ class StatusMonitor:
             except CommandError as e:
                 log.warning("%s: cannot cancel job %s, which it says can never run: %s",
                             self.name, native_id, e)
-
-    def _take_due(self) -> List[Tracked]:
-        with self._lock:
-            return self._calendar.take_due()
-
-    def _requeue(self, due: Sequence[Tracked], urgent: Optional[set[str]]) -> None:
-        """Schedule the next query of the jobs just asked about: the ``urgent`` ids
-        soon; None: the query failed."""
-        with self._lock:
-            self._calendar.requeue(due, None if urgent is None else
-                                   {t for t in due if t.native_id in urgent})
 
     def _apply_live(self, t: Tracked, ns: NativeStatus) -> None:
         if ns.state is None:

@@ -31,7 +31,7 @@ __all__ = ["OpenPBS", "PBSConfig", "PBSJobExecutor", "pbs_exec_bin"]
 
 # a subjob of an array: 123[4].server, of the array 123[].server
 _SUBJOB = re.compile(r"([0-9]+)\[([0-9]+)\](\.[A-Za-z0-9_.-]+)?\Z")
-# the longest -N qsub takes (see _directives)
+# the longest -N qsub takes (see directives)
 _MAX_JOB_NAME = 230
 # qstat's per-id errors for ids it has no record of (any other stderr is a failure);
 # an id naming another server (attach("1.othersrv")) is "illegally formed", per id
