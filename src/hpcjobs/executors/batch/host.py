@@ -7,7 +7,10 @@ backend at once. :class:`Host` is this machine; a host reached over a connection
 is a subclass that overrides its methods. The bulk ones (:meth:`Host.read_files`) let the
 monitor look at all the jobs a tick needs in one round trip.
 
-Paths are strings, as the other side sees them. Files hpcjobs writes are private
+The methods that change files return nothing, so that a host over a connection may
+queue them and send them with its next ``run`` or ``read_files``: a submit's directory,
+script and command then cost one round trip. Paths are strings, as the other side sees
+them. Files hpcjobs writes are private
 (0600, scripts 0700; directories 0700).
 """
 
