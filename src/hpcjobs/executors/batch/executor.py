@@ -200,7 +200,7 @@ class BatchSchedulerExecutor(JobExecutor):
                 spare.write_environment(self._captured or self._capture_environment())
             except OSError as e:
                 log.debug("%s: cannot write a spare environment: %s", self.name, e)
-                spare.environment_file.unlink(missing_ok=True)
+                self.host.remove(os.fspath(spare.environment_file))
         with self._lock:
             if not self._spare and not self._closed:
                 self._spare.append(spare)
