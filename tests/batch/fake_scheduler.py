@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from hpcjobs.errors import CommandError
-from hpcjobs.executors.batch import (BatchSchedulerExecutor, JobDir, NativeStatus, Scheduler,
-                                     safe_job_name)
-from hpcjobs.executors.batch.arrays import ArrayDir
+from hpcjobs.executors.batch import (ArrayDir, BatchSchedulerExecutor, JobDir, NativeStatus,
+                                     Scheduler, safe_job_name)
 from hpcjobs.spec import JobSpec
 from hpcjobs.state import JobState
 

@@ -17,7 +17,6 @@ import json
 import logging
 import re
 import shutil
-import threading
 import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Sequence

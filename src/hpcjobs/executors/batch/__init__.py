@@ -8,6 +8,7 @@ one bulk status query per tick, and job arrays for bursts live here, on a
 :class:`Host` (this machine).
 """
 
+from .arrays import ArrayDir
 from .config import BatchConfig
 from .executor import BatchSchedulerExecutor
 from .host import LOCAL, FileData, Host
@@ -16,7 +17,7 @@ from .native import NativeStatus, local_time
 from .scheduler import Scheduler
 from .script import Expandable, directive_value, render, safe_job_name, shell_quote, walltime
 
-__all__ = ["BatchConfig", "BatchSchedulerExecutor", "ExitRecord", "FileData", "Host",
+__all__ = ["ArrayDir", "BatchConfig", "BatchSchedulerExecutor", "ExitRecord", "FileData", "Host",
            "JobDir", "LOCAL", "NativeStatus", "Scheduler", "Expandable",
            "directive_value", "local_time", "render", "safe_job_name", "shell_quote",
            "walltime"]

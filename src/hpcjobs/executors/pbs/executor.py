@@ -20,9 +20,8 @@ from typing import Any, ClassVar, Mapping, Optional, Sequence, Union
 
 from ...executor import JobExecutorConfig
 from ...spec import JobSpec
-from ..batch import (BatchConfig, Host, BatchSchedulerExecutor, JobDir, NativeStatus, Scheduler,
-                     directive_value, safe_job_name, walltime)
-from ..batch.arrays import ArrayDir
+from ..batch import (ArrayDir, BatchConfig, BatchSchedulerExecutor, Host, JobDir, NativeStatus,
+                     Scheduler, directive_value, safe_job_name, walltime)
 from .commands import pbs_exec_bin
 from .directives import custom, pbs_resources
 from .status import loads, native

@@ -20,9 +20,8 @@ from ...errors import CommandError
 from ...final_status import Cause, decode_wait_status
 from ...spec import JobSpec
 from ...state import JobState
-from ..batch import (BatchSchedulerExecutor, JobDir, NativeStatus, Scheduler, directive_value,
-                     local_time, safe_job_name, walltime)
-from ..batch.arrays import ArrayDir
+from ..batch import (ArrayDir, BatchSchedulerExecutor, JobDir, NativeStatus, Scheduler,
+                     directive_value, local_time, safe_job_name, walltime)
 from ..batch.script import custom_attributes
 
 __all__ = ["Slurm", "SlurmJobExecutor", "SLURM_STATES"]
