@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from hpcjobs.errors import CommandError
+from hpcjobs.final_status import Cause
 from hpcjobs.executors.batch import (ArrayDir, BatchSchedulerExecutor, JobDir, NativeStatus,
                                      Scheduler, safe_job_name)
 from hpcjobs.spec import JobSpec
@@ -100,7 +101,8 @@ class Fake(Scheduler):
                     if i in native_ids or i.split("_")[0] in native_ids}
 
     def native(self, native_id: str, record: JobState) -> NativeStatus:
-        return NativeStatus(native_id, record.name, record)
+        cause = Cause.CANCELED if record is JobState.CANCELED else None
+        return NativeStatus(native_id, record.name, record, cause=cause)
 
     def accounting(self, native_ids: Sequence[str]) -> Optional[dict[str, NativeStatus]]:
         self.ledger.accounting_asked += 1

@@ -92,6 +92,22 @@ def test_notes_read_before_the_submit_returned_are_read_again(running: FakeExecu
     assert Running.ledger.queries == []
 
 
+def test_a_cancelled_job_whose_step_exited_nonzero_first_is_cancelled(
+        running: FakeExecutor, tmp_path: Path) -> None:
+    # (Slurm may kill an srun step, which exits 1, before it signals the script's shell:
+    # the record says 1 with no SIGTERM caught; the scheduler says CANCELLED)
+    go = tmp_path / "go"
+    job = Job(JobSpec("/bin/sh", ["-c", 'while [ ! -e "$1" ]; do sleep 0.05; done; exit 1',
+                                  "-", str(go)]))
+    running.submit(job)
+    assert job.wait(timeout=WAIT, target_states=[JobState.ACTIVE]) is not None
+    job.cancel()  # (the fake scheduler kills nothing: the job exits 1 by itself)
+    go.touch()
+    status = job.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.CANCELED, status
+    assert status.exit_code == 1
+
+
 @pytest.mark.parametrize("shell", SHELLS)
 def test_a_script_whose_executor_closed_runs_and_leaves_no_note(
         tmp_path: Path, shell: str) -> None:

@@ -278,8 +278,12 @@ class StatusMonitor:
 
     def _seen(self, t: Tracked, started: Optional[float], record: Optional[ExitRecord]) -> bool:
         """What the job's files say; True if that ended the job."""
+        # a job this client cancelled that exited nonzero without catching the SIGTERM
+        # may have been cancelled all the same: its step killed first (srun's exits 1)
+        # before the script's shell was signalled; the scheduler says which
         final = (record is not None and record.caught is None
-                 and not needs_cause(record.exit_code))
+                 and not needs_cause(record.exit_code)
+                 and not (t.cancelled and record.exit_code != 0))
         # (a job that has ended goes to its final state in one report: a reader woken
         # by an ACTIVE first, e.g. `hpcjobs status`, would show a finished job running)
         if not t.started and not final and started is not None:
