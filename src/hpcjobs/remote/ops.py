@@ -1,0 +1,109 @@
+"""The operations a round trip carries, and what each one returned.
+
+A batch is a list of these; :meth:`SshConnection.batch` runs them in order in one
+round trip and returns one :class:`Result` per operation. Paths, arguments and data are
+``str`` (file names with undecodable bytes as ``os.fsencode`` gives them back) or
+``bytes``; they reach the remote side byte for byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence, Union
+
+from .errors import RemoteCommandError, RemoteCommandNotFound
+
+__all__ = ["Op", "Run", "WriteFile", "ReadFile", "MakeDirs", "Remove", "Result", "Text"]
+
+#: a string that reaches the remote side as its bytes (``os.fsencode`` of a str)
+Text = Union[str, bytes]
+
+
+@dataclass(frozen=True)
+class Run:
+    """Run ``argv`` (found on the remote PATH) with ``input`` as its stdin (empty if
+    None), in ``cwd`` if given."""
+
+    argv: Sequence[Text]
+    input: Optional[bytes] = None
+    cwd: Optional[Text] = None
+
+
+@dataclass(frozen=True)
+class WriteFile:
+    """Write ``data`` to ``path``: into a temporary file beside it, then renamed over
+    it, so the path never holds a partial file. ``mode`` (e.g. ``0o600``) if given."""
+
+    path: Text
+    data: bytes
+    mode: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class ReadFile:
+    """The bytes of ``path`` (a missing file is a non-zero result, not an error)."""
+
+    path: Text
+
+
+@dataclass(frozen=True)
+class MakeDirs:
+    """``mkdir -p path``, then ``chmod mode path`` if a mode is given."""
+
+    path: Text
+    mode: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Remove:
+    """``rm -f path`` (``rm -rf`` with ``recursive``); a missing path is no error."""
+
+    path: Text
+    recursive: bool = False
+
+
+Op = Union[Run, WriteFile, ReadFile, MakeDirs, Remove]
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one operation returned: its exit code, stdout and stderr as bytes, and
+    ``missing`` when a :class:`Run` named a command the remote PATH does not have."""
+
+    op: Op
+    returncode: int
+    stdout: bytes = b""
+    stderr: bytes = b""
+    missing: bool = field(default=False)
+
+    @property
+    def ok(self) -> bool:
+        """True if the operation succeeded (exit code 0)."""
+        return self.returncode == 0
+
+    @property
+    def text(self) -> str:
+        """stdout decoded as UTF-8 (undecodable bytes replaced)."""
+        return self.stdout.decode("utf-8", "replace")
+
+    def check(self, where: str = "the remote host") -> "Result":
+        """This result if it succeeded; else RemoteCommandNotFound (a missing command)
+        or RemoteCommandError with the exit code and stderr."""
+        if self.returncode == 0:
+            return self
+        what = _describe(self.op)
+        if self.missing:
+            raise RemoteCommandNotFound(f"{what}: command not found on {where}", self)
+        err = self.stderr.decode("utf-8", "replace").strip()[-2000:]
+        raise RemoteCommandError(f"{what} on {where} exited with code {self.returncode}"
+                                 + (f": {err}" if err else ""), self)
+
+
+def _describe(op: Op) -> str:
+    if isinstance(op, Run):
+        return f"command {[_show(a) for a in op.argv]!r}"
+    return f"{type(op).__name__}({_show(op.path)!r})"
+
+
+def _show(t: Text) -> str:
+    return t.decode("utf-8", "backslashreplace") if isinstance(t, bytes) else t
