@@ -102,6 +102,8 @@ class JobExecutor(ABC):
                  config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> None:
         if url is not None and not isinstance(url, str):
             raise TypeError(f"url must be str, got {type(url).__name__}")
+        if url is not None:
+            self._check_url(url)  # before anything is started: a URL is never ignored
         self.url = url
         self.config = self.config_class.coerce(config)
         self._instance = next(_instance_numbers)
@@ -273,6 +275,22 @@ class JobExecutor(ABC):
         if self.execs_programs:
             check_exec_strings(spec)
         self._validate(spec)
+
+    def _check_url(self, url: str) -> None:
+        """Hook: raise ValueError, naming the URL and this executor, for a URL it cannot
+        serve. This default serves none (the jobs would run on this machine, wherever
+        the URL points); an ``ssh://`` URL is parsed first, so a malformed one says
+        what is wrong with it."""
+        from .remote.url import is_ssh_url, parse_ssh_url
+        if is_ssh_url(url):
+            try:
+                target = parse_ssh_url(url)
+            except ValueError as e:
+                raise ValueError(f"executor {self.name!r}: {e}") from None
+            raise ValueError(f"executor {self.name!r} cannot serve url {url!r}: it cannot "
+                             f"run jobs over ssh on {target.host} yet; run it on that host")
+        raise ValueError(f"executor {self.name!r} cannot serve url {url!r}: it runs jobs "
+                         "on this machine and takes no URL")
 
     def _validate(self, spec: JobSpec) -> None:
         """Hook: backend-specific checks; raise InvalidJobException naming the field."""

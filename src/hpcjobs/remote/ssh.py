@@ -18,12 +18,13 @@ import logging
 import os
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
 import threading
 import time
 import weakref
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from . import shscript
 from .errors import (HostKeyError, HostUnreachableError, LoginError, SshConnectionLost,
@@ -84,7 +85,7 @@ class SshConnection:
         self._dir: Optional[str] = None
         self._master_pid: Optional[int] = None
         self._closed = False
-        self._finalizer: Optional[weakref.finalize] = None
+        self._finalizer: Optional["weakref.finalize[Any, Any]"] = None
 
     # -- the master ---------------------------------------------------------------------
     def _base(self, control: str) -> list[str]:
@@ -106,18 +107,18 @@ class SshConnection:
         return os.path.join(self._dir, "master")
 
     def _master_alive(self) -> bool:
-        pid = self._master_pid
-        if pid is None or self._dir is None:
+        # A connect to the control socket is the test: a killed master leaves its socket
+        # file behind (refusing connections) and may linger as a zombie whose pid answers
+        if self._master_pid is None or self._dir is None:
             return False
-        if not os.path.exists(os.path.join(self._dir, "master")):
-            return False
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
+            probe.connect(os.path.join(self._dir, "master"))
             return True
-        return True
+        except OSError:
+            return False
+        finally:
+            probe.close()
 
     def open(self) -> None:
         """Start the master connection unless it runs. Raises HostKeyError, LoginError,

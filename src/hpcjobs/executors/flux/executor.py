@@ -105,6 +105,9 @@ class FluxJobExecutor(JobExecutor):
                                 self._on_missing)
         self._watcher_finalizer = weakref.finalize(self, self._watcher.stop)
 
+    def _check_url(self, url: str) -> None:
+        """Any URL is Flux's own (``local://``, ``ssh://``): flux-core connects to it."""
+
     # -- the API ------------------------------------------------------------------------
     def submit(self, job: Job) -> None:
         with self._submission(job) as spec:
