@@ -13,7 +13,8 @@ from typing import Optional, Sequence, Union
 
 from .errors import RemoteCommandError, RemoteCommandNotFound
 
-__all__ = ["Op", "Run", "WriteFile", "ReadFile", "MakeDirs", "Remove", "Result", "Text"]
+__all__ = ["Op", "Run", "WriteFile", "ReadFile", "StatRead", "ListDir", "MakeDirs", "Remove",
+           "Result", "Text"]
 
 #: a string that reaches the remote side as its bytes (``os.fsencode`` of a str)
 Text = Union[str, bytes]
@@ -32,16 +33,36 @@ class Run:
 @dataclass(frozen=True)
 class WriteFile:
     """Write ``data`` to ``path``: into a temporary file beside it, then renamed over
-    it, so the path never holds a partial file. ``mode`` (e.g. ``0o600``) if given."""
+    it, so the path never holds a partial file. ``mode`` (e.g. ``0o600``) if given;
+    ``exclusive``: fail if ``path`` exists (the file is linked in, not renamed over)."""
 
     path: Text
     data: bytes
     mode: Optional[int] = None
+    exclusive: bool = False
 
 
 @dataclass(frozen=True)
 class ReadFile:
     """The bytes of ``path`` (a missing file is a non-zero result, not an error)."""
+
+    path: Text
+
+
+@dataclass(frozen=True)
+class StatRead:
+    """A file's status and bytes: stdout is one line ``<mtime> <device> <inode> <size>
+    <d or f>`` (mtime with nanoseconds), then up to ``limit`` bytes from ``offset``
+    (none for a directory). Needs a ``stat`` with ``-c`` (GNU coreutils, BusyBox)."""
+
+    path: Text
+    offset: int = 0
+    limit: int = 1 << 20
+
+
+@dataclass(frozen=True)
+class ListDir:
+    """The names in a directory (hidden ones too), each followed by a NUL byte."""
 
     path: Text
 
@@ -62,7 +83,7 @@ class Remove:
     recursive: bool = False
 
 
-Op = Union[Run, WriteFile, ReadFile, MakeDirs, Remove]
+Op = Union[Run, WriteFile, ReadFile, StatRead, ListDir, MakeDirs, Remove]
 
 
 @dataclass(frozen=True)

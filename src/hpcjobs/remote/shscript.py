@@ -21,7 +21,7 @@ import os
 import secrets
 from typing import Iterator, Optional, Sequence
 
-from .ops import MakeDirs, Op, ReadFile, Remove, Result, Run, Text, WriteFile
+from .ops import ListDir, MakeDirs, Op, ReadFile, Remove, Result, Run, StatRead, Text, WriteFile
 
 __all__ = ["quote", "render", "parse", "REMOTE_COMMAND", "Parsed"]
 
@@ -94,10 +94,26 @@ def _body(op: Op) -> bytes:
         target = quote(path, "path")
         part = quote(path + b".hpcjobs-part.", "path") + b"$$"
         chmod = b" && chmod %o " % op.mode + part if op.mode is not None else b""
-        return (b"if " + emit(op.data) + b" >" + part + chmod + b" && mv -f " + part + b" "
-                + target + b"; then :; else rc=$?; rm -f " + part + b"; (exit $rc); fi")
+        # exclusive: a hard link fails if the target exists (rename would replace it)
+        place = (b" && ln " + part + b" " + target + b" && rm -f " + part if op.exclusive
+                 else b" && mv -f " + part + b" " + target)
+        return (b"if " + emit(op.data) + b" >" + part + chmod + place
+                + b"; then :; else rc=$?; rm -f " + part + b"; (exit $rc); fi")
     if isinstance(op, ReadFile):
         return b"cat " + quote(op.path, "path")
+    if isinstance(op, StatRead):
+        path = quote(op.path, "path")
+        if op.offset < 0 or op.limit < 0:
+            raise ValueError(f"StatRead: negative offset or limit: {op!r}")
+        skip = str(op.offset + 1).encode()
+        return (b"s=$(stat -L -c '%.9Y %d %i %s %F' " + path + b") && printf '%s\\n' \"$s\" && "
+                + b"case $s in *directory) ;; *) tail -c +" + skip + b" " + path
+                + b" | head -c " + str(op.limit).encode() + b";; esac")
+    if isinstance(op, ListDir):
+        # the glob patterns match every name but . and ..; a pattern matching nothing
+        # stays as itself and is skipped by the existence test
+        return (b"(cd " + quote(op.path, "path") + b" && for f in * .[!.]* ..?*; do "
+                b"if [ -e \"$f\" ] || [ -L \"$f\" ]; then printf '%s\\000' \"$f\"; fi; done)")
     if isinstance(op, MakeDirs):
         path = quote(op.path, "path")
         chmod = b" && chmod %o " % op.mode + path if op.mode is not None else b""
@@ -107,9 +123,11 @@ def _body(op: Op) -> bytes:
     raise TypeError(f"not a remote operation: {op!r}")
 
 
-def render(ops: Sequence[Op], marker: Optional[bytes] = None) -> tuple[bytes, bytes]:
+def render(ops: Sequence[Op], marker: Optional[bytes] = None,
+           guard: int = 0) -> tuple[bytes, bytes]:
     """The script running ``ops`` in order, and its marker. Raises ValueError or
-    TypeError (nothing sent) for an operation that cannot be expressed."""
+    TypeError (nothing sent) for an operation that cannot be expressed.
+    ``guard``: if one of the first ``guard`` operations fails, the script stops there."""
     marker = marker or b"HPCJOBS-" + secrets.token_hex(12).encode()
     lines = [
         b'd=$(mktemp -d "${TMPDIR:-/tmp}/hpcjobs.XXXXXXXX") || exit 97',
@@ -118,7 +136,9 @@ def render(ops: Sequence[Op], marker: Optional[bytes] = None) -> tuple[bytes, by
         # stdout and stderr, followed by both
         b"_r() { rc=$?; if [ -e \"$d/nf\" ]; then rc=" + _MISSING + b"; rm -f \"$d/nf\"; fi; "
         b"printf '%s %s %s %s %s\\n' " + marker + b" \"$1\" \"$rc\" "
-        b"$(wc -c <\"$d/o\") $(wc -c <\"$d/e\"); cat \"$d/o\" \"$d/e\"; }",
+        b"$(wc -c <\"$d/o\") $(wc -c <\"$d/e\"); cat \"$d/o\" \"$d/e\"; "
+        + b"if [ \"$rc\" != 0 ] && [ \"$1\" -lt %d ]; then " % guard
+        + b"printf '%s stop\\n' " + marker + b"; exit 0; fi; }",
     ]
     for i, op in enumerate(ops):
         lines.append(b"{ " + _body(op) + b"\n} </dev/null >\"$d/o\" 2>\"$d/e\"; _r %d" % i)
@@ -128,11 +148,13 @@ def render(ops: Sequence[Op], marker: Optional[bytes] = None) -> tuple[bytes, by
 
 
 class Parsed:
-    """The results split out of a script's output, and whether it ran to its end."""
+    """The results split out of a script's output, whether it ran to its end, and
+    whether it stopped early at a failed operation (the last result)."""
 
-    def __init__(self, results: list[Result], complete: bool) -> None:
+    def __init__(self, results: list[Result], complete: bool, stopped: bool = False) -> None:
         self.results = results
         self.complete = complete
+        self.stopped = stopped
 
 
 def parse(ops: Sequence[Op], marker: bytes, out: bytes) -> Parsed:
@@ -148,6 +170,8 @@ def parse(ops: Sequence[Op], marker: bytes, out: bytes) -> Parsed:
         fields = out[pos + len(head):eol].split()
         if fields == [b"end"]:
             return Parsed(results, len(results) == len(ops))
+        if fields == [b"stop"]:
+            return Parsed(results, True, stopped=True)
         if len(fields) != 4 or int(fields[0]) != len(results):
             break
         n_out, n_err = int(fields[2]), int(fields[3])

@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 import weakref
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from . import shscript
 from .errors import (HostKeyError, HostUnreachableError, LoginError, SshConnectionLost,
@@ -180,8 +180,9 @@ class SshConnection:
         self.close()
 
     # -- round trips --------------------------------------------------------------------
-    def batch(self, ops: Sequence[Op], *, timeout: float = 120.0,
-              retry: bool = False) -> list[Result]:
+    def batch(self, ops: Sequence[Op], *, timeout: float = 120.0, retry: bool = False,
+              guard: int = 0,
+              meanwhile: Optional[Callable[[], None]] = None) -> list[Result]:
         """Run ``ops`` in order in ONE round trip; one Result each (a failing operation
         does not stop the next). ValueError/TypeError before anything is sent for an
         operation that cannot be expressed (a NUL in an argument or path).
@@ -190,16 +191,19 @@ class SshConnection:
         back) if the connection breaks, SshTimeout after ``timeout`` seconds, or a
         login error (open()). With ``retry`` (operations safe to run twice, such as
         reads and status queries), a lost connection is retried once on a new master.
+        ``guard``: if one of the first ``guard`` operations fails, the ones after it are
+        not run (the results end with the failed one). ``meanwhile`` is called here while ssh starts and
+        the script runs (its exceptions are logged, not raised).
         """
         ops = list(ops)
-        script, marker = shscript.render(ops)
+        script, marker = shscript.render(ops, guard=guard)
         try:
-            return self._round_trip(ops, script, marker, timeout)
+            return self._round_trip(ops, script, marker, timeout, meanwhile)
         except SshConnectionLost:
             if not retry:
                 raise
             log.info("connection to %s lost; retrying on a new connection", self.target)
-            return self._round_trip(ops, script, marker, timeout)
+            return self._round_trip(ops, script, marker, timeout, None)
 
     def run(self, argv: Sequence[Text], *, input: Optional[bytes] = None,
             cwd: Optional[Text] = None, timeout: float = 120.0, check: bool = False,
@@ -209,8 +213,8 @@ class SshConnection:
         result = self.batch([Run(list(argv), input, cwd)], timeout=timeout, retry=retry)[0]
         return result.check(str(self.target)) if check else result
 
-    def _round_trip(self, ops: list[Op], script: bytes, marker: bytes,
-                    timeout: float) -> list[Result]:
+    def _round_trip(self, ops: list[Op], script: bytes, marker: bytes, timeout: float,
+                    meanwhile: Optional[Callable[[], None]]) -> list[Result]:
         self.open()
         control = self._control()
         argv = [*self._base(control), "-o", "ControlMaster=no", "-T",
@@ -218,6 +222,11 @@ class SshConnection:
         self.round_trips += 1
         p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE)
+        if meanwhile is not None:
+            try:
+                meanwhile()
+            except Exception:  # the round trip's outcome must reach the caller
+                log.exception("work done during a round trip to %s failed", self.target)
         try:
             out, err = p.communicate(script, timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -1,0 +1,122 @@
+"""``SshHost`` through the real sshd: the batch host's calls with the local host's
+meanings, file changes travelling with the next command (one round trip for a
+submit's directory, script and command), a failed change stopping what follows."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import Login
+from hpcjobs.errors import CommandError
+from hpcjobs.remote import RemoteFileError, SshConnection, SshHost
+from hpcjobs.remote.shared import SharedConnections
+
+
+@pytest.fixture
+def work(conn: SshConnection):  # type: ignore[no-untyped-def]
+    home = conn.run(["sh", "-c", 'printf %s "$HOME"'], check=True).text
+    d = f"{home}/hpcjobs-host-{os.getpid()}"
+    conn.run(["rm", "-rf", d])
+    conn.run(["mkdir", "-m", "700", d], check=True)
+    yield d
+    conn.run(["rm", "-rf", d])
+
+
+def test_a_submit_is_one_round_trip(conn: SshConnection, work: str, login: Login) -> None:
+    host = SshHost(conn)
+    before = conn.round_trips
+    job = f"{work}/job 'quoted' $HOME"
+    host.make_dir(job)
+    host.write_file(f"{job}/script", b"#!/bin/sh\necho ran as $(id -un)\n", mode=0o700)
+    host.hard_link(f"{job}/script", f"{work}/ids/1")
+    r = host.run([f"{job}/script"], timeout=60)
+    assert r.stdout == f"ran as {login.user}\n"
+    assert conn.round_trips == before + 1
+    st = os.stat(f"{job}/script")
+    assert st.st_mode & 0o777 == 0o700 and st.st_nlink == 2
+    assert os.stat(job).st_mode & 0o777 == 0o700
+
+
+def test_reads_in_one_round_trip(conn: SshConnection, work: str) -> None:
+    host = SshHost(conn)
+    host.write_file(f"{work}/a", b"0123456789")
+    host.write_file(f"{work}/b\nnewline", b"\xff\x00x")
+    host.flush()
+    before = conn.round_trips
+    a, b, missing, d = host.read_files([f"{work}/a", f"{work}/b\nnewline", f"{work}/none", work],
+                                       offsets=[3, 0, 0, 0], limit=4)
+    assert conn.round_trips == before + 1
+    assert a is not None and a.data == b"3456" and a.size == 10 and not a.is_dir
+    st = os.stat(f"{work}/a")
+    assert a.identity == (st.st_dev, st.st_ino) and a.mtime == pytest.approx(st.st_mtime, abs=1e-6)
+    assert b is not None and b.data == b"\xff\x00x"
+    assert missing is None
+    assert d is not None and d.is_dir and d.data == b""
+    assert sorted(host.list_dir(work) or []) == ["a", "b\nnewline"]
+    assert host.list_dir(f"{work}/none") is None
+
+
+def test_exclusive_writes_refuse_an_existing_file(conn: SshConnection, work: str) -> None:
+    host = SshHost(conn)
+    host.write_file(f"{work}/f", b"first")
+    host.write_file(f"{work}/f", b"second", exclusive=False)
+    host.flush()
+    assert Path(f"{work}/f").read_bytes() == b"second"
+    host.write_file(f"{work}/f", b"third")  # exclusive by default
+    host.write_file(f"{work}/after", b"never")
+    with pytest.raises(RemoteFileError, match="WriteFile"):
+        host.run(["true"], timeout=60)
+    assert Path(f"{work}/f").read_bytes() == b"second"
+    assert not Path(f"{work}/after").exists()  # nothing after the failed change ran
+    assert [n for n in os.listdir(work) if "hpcjobs-part" in n] == []
+
+
+def test_a_failed_change_stops_the_command_it_travels_with(conn: SshConnection, work: str) -> None:
+    host = SshHost(conn)
+    host.make_dir(f"{work}/no/such/parent")
+    host.write_file(f"{work}/no/such/parent/script", b"x")
+    with pytest.raises(RemoteFileError, match="mkdir"):
+        host.run(["touch", f"{work}/submitted"], timeout=60)
+    assert not Path(f"{work}/submitted").exists()
+    host.make_dir(work, exist_ok=True)
+    host.run(["true"], timeout=60)  # the queue was emptied by the failure
+
+
+def test_run_keeps_the_external_contract(conn: SshConnection) -> None:
+    host = SshHost(conn)
+    with pytest.raises(CommandError, match="not found"):
+        host.run(["sbatch-not-here"], timeout=60)
+    with pytest.raises(CommandError) as e:
+        host.run(["sh", "-c", "echo out; echo err >&2; exit 4"], timeout=60)
+    assert (e.value.returncode, e.value.stdout, e.value.stderr) == (4, "out\n", "err\n")
+    assert host.run(["sh", "-c", "exit 4"], timeout=60, check=False).returncode == 4
+    seen = []
+    host.run(["true"], timeout=60, meanwhile=lambda: seen.append(1))
+    assert seen == [1]
+
+
+def test_remove_and_rename(conn: SshConnection, work: str) -> None:
+    host = SshHost(conn)
+    host.make_dir(f"{work}/tree")
+    host.write_file(f"{work}/tree/f", b"x")
+    host.rename(f"{work}/tree/f", f"{work}/g")
+    host.remove(f"{work}/tree")
+    host.remove(f"{work}/gone-already")
+    host.flush()
+    assert sorted(os.listdir(work)) == ["g"]
+
+
+def test_executors_share_one_connection_per_destination(login: Login) -> None:
+    shared = SharedConnections()
+    a = shared.acquire(login.connection().target, ["-F", str(login.config)])
+    b = shared.acquire(login.connection().target, ["-F", str(login.config)])
+    assert a is b and shared.users(a) == 2
+    a.run(["true"], check=True)
+    pid = a.master_pid
+    shared.release(a)
+    assert a.master_pid == pid  # still in use by the other
+    shared.release(b)
+    assert a.master_pid is None and shared.users(a) == 0
