@@ -97,6 +97,9 @@ class JobExecutor(ABC):
     #: whether the backend starts the job's program (execve(2)), so that Linux's limit
     #: on one argument or environment entry applies (exec_limits.py); a simulator's does not
     execs_programs: ClassVar[bool] = True
+    #: whether the backend does the file staging of JobSpec.stage_in, stage_out and
+    #: cleanup; one that does not refuses a job that asks for it, rather than ignore it
+    supports_staging: ClassVar[bool] = False
 
     def __init__(self, url: Optional[str] = None,
                  config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> None:
@@ -274,6 +277,11 @@ class JobExecutor(ABC):
         self._launcher(spec)  # an unknown launcher is an invalid job
         if self.execs_programs:
             check_exec_strings(spec)
+        if not self.supports_staging and spec.stages_files:
+            field = ("stage_in" if spec.stage_in else "stage_out" if spec.stage_out
+                     else "cleanup")
+            raise InvalidJobException(f"JobSpec.{field}: executor {self.name!r} does not "
+                                      "stage files yet; nothing was submitted")
         self._validate(spec)
 
     def _check_url(self, url: str) -> None:

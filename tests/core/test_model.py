@@ -28,10 +28,15 @@ def test_state_order_follows_the_spec() -> None:
 
 
 @pytest.mark.parametrize("current,target,ran,expected", [
-    (S.NEW, S.COMPLETED, False, [S.QUEUED, S.ACTIVE, S.COMPLETED]),
+    (S.NEW, S.COMPLETED, False, [S.QUEUED, S.STAGE_IN, S.ACTIVE, S.STAGE_OUT, S.CLEANUP,
+                                 S.COMPLETED]),
     (S.QUEUED, S.FAILED, False, [S.FAILED]),
-    (S.QUEUED, S.FAILED, True, [S.ACTIVE, S.FAILED]),
+    (S.QUEUED, S.FAILED, True, [S.STAGE_IN, S.ACTIVE, S.STAGE_OUT, S.CLEANUP, S.FAILED]),
     (S.NEW, S.CANCELED, False, [S.QUEUED, S.CANCELED]),
+    (S.STAGE_IN, S.FAILED, False, [S.FAILED]),  # a stage-in that failed: it never ran
+    (S.ACTIVE, S.CANCELED, False, [S.STAGE_OUT, S.CLEANUP, S.CANCELED]),  # it ran
+    (S.QUEUED, S.ACTIVE, False, [S.STAGE_IN, S.ACTIVE]),
+    (S.CLEANUP, S.STAGE_OUT, True, []),
     (S.ACTIVE, S.QUEUED, False, []),
     (S.COMPLETED, S.FAILED, True, []),
 ])

@@ -92,7 +92,8 @@ def test_true(executor: JobExecutor) -> None:
     status = job.wait(timeout=WAIT)
     assert status is not None and (status.state, status.exit_code) == (JobState.COMPLETED, 0)
     eventually(lambda: len(states) == 3)
-    assert states == [JobState.QUEUED, JobState.ACTIVE, JobState.COMPLETED]
+    assert states == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
+                      JobState.STAGE_OUT, JobState.CLEANUP, JobState.COMPLETED]
 
 
 def test_exit3(executor: JobExecutor) -> None:
@@ -377,7 +378,8 @@ def test_attach_to_jobs_of_the_flux_command(executor: JobExecutor) -> None:
     status = job.wait(timeout=WAIT)
     assert status is not None and (status.state, status.exit_code) == (JobState.COMPLETED, 0)
     eventually(lambda: len(states) == 3)
-    assert states == [JobState.QUEUED, JobState.ACTIVE, JobState.COMPLETED]
+    assert states == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
+                      JobState.STAGE_OUT, JobState.CLEANUP, JobState.COMPLETED]
 
     late = Job()
     executor.attach(late, str(int(finished)))  # any Flux id encoding
@@ -656,7 +658,8 @@ def test_guest_of_a_system_instance(executor: JobExecutor,
         assert status is not None and (status.state, status.exit_code) == (
             JobState.CANCELED, -15)
     eventually(lambda: len(states) == 3)
-    assert states == [JobState.QUEUED, JobState.ACTIVE, JobState.CANCELED]
+    assert states == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
+                      JobState.STAGE_OUT, JobState.CLEANUP, JobState.CANCELED]
     prefix = f"hpcjobs-flux-{executor._instance}-"  # type: ignore[attr-defined]
     watchers = [t.name for t in threading.enumerate() if t.name.startswith(prefix)]
     assert sorted(watchers) == [prefix + "callbacks", prefix + "events"]
@@ -685,7 +688,8 @@ def test_attach_after_a_client_restart_replays_everything(flux_uri: str) -> None
             assert status is not None and (status.state, status.exit_code) == (
                 JobState.FAILED, code)
             eventually(lambda: len(states) == 3)
-            assert states == [JobState.QUEUED, JobState.ACTIVE, JobState.FAILED]
+            assert states == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
+                              JobState.STAGE_OUT, JobState.CLEANUP, JobState.FAILED]
     finally:
         second.close()
 
@@ -755,7 +759,8 @@ def test_a_broken_connection_loses_no_event(link: flux_link.FluxLink, linked: Jo
         assert status is not None and (status.state, status.exit_code) \
             == expected[script], (script, status)
         eventually(lambda states=states: len(states) == 3, states)
-        assert states == [JobState.QUEUED, JobState.ACTIVE, expected[script][0]]
+        assert states == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
+                          JobState.STAGE_OUT, JobState.CLEANUP, expected[script][0]]
     after = Job(JobSpec("/bin/sleep", ["300"]))
     linked.submit(after)
     after.wait(timeout=WAIT, target_states=JobState.ACTIVE)
