@@ -94,7 +94,7 @@ def test_states_in_psij_pythons_order() -> None:
     ("cleanup", {"o"}),
 ])
 def test_an_executor_that_cannot_stage_refuses_the_job(field: str, value: object) -> None:
-    ex = JobExecutor.get_instance("local")
+    ex = JobExecutor.get_instance("slurm")  # (refused before any Slurm command runs)
     try:
         spec = JobSpec("/bin/true")
         setattr(spec, field, value)

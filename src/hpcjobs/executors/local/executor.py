@@ -75,6 +75,7 @@ class LocalJobExecutor(JobExecutor):
     # (``list`` below shadows the builtin in this class body: annotations use List)
     name = "local"
     config_class = LocalJobExecutorConfig
+    supports_staging = True
     config: LocalJobExecutorConfig
 
     def __init__(self, url: Optional[str] = None,
@@ -84,6 +85,9 @@ class LocalJobExecutor(JobExecutor):
         self._journal: Optional[Journal] = None
         #: native id -> the Job objects following it (submitted, and attached copies)
         self._jobs: dict[str, list[Job]] = {}
+        #: native id -> (spec, job directory) of a running job with files to stage out
+        #: or clean up when it ends
+        self._staged: dict[str, tuple[JobSpec, str]] = {}
         self._seq = itertools.count(1)
         self._threads = _Threads()
         self._environ: tuple[Optional[dict[bytes, bytes]], dict[str, str]] = (None, {})
@@ -98,6 +102,12 @@ class LocalJobExecutor(JobExecutor):
             self._get_journal().add(native_id)
             with self._lock:
                 self._jobs[native_id] = [job]
+                if spec.stage_out or spec.cleanup:
+                    self._staged[native_id] = (spec, request[2])
+            if spec.stage_in:
+                job.bind(self, native_id)
+                self._stage_in_then_spawn(job, native_id, spec, link, request)
+                return
             try:
                 link.spawn(native_id, *request)
             except OSError as e:
@@ -149,6 +159,48 @@ class LocalJobExecutor(JobExecutor):
             self._jobs.setdefault(native_id, []).append(job)
         self._set_job_status(job, JobStatus(JobState.ACTIVE if obs.pid else JobState.QUEUED))
         self._get_watcher().watch(native_id)
+
+    # -- staging ------------------------------------------------------------------------
+    def _stage_in_then_spawn(self, job: Job, native_id: str, spec: JobSpec, link: NannyLink,
+                             request: tuple[List[str], dict[str, str], str, Optional[str],
+                                            Optional[str], Optional[str]]) -> None:
+        """Stage the job's files in (in submit: they are on this machine), then start
+        it; a failure fails the job before it runs, naming the file."""
+        from ...stage_files import StagingError, stage_in
+        self._set_job_status(job, JobStatus(JobState.QUEUED))
+        self._set_job_status(job, JobStatus(JobState.STAGE_IN))
+        try:
+            stage_in(spec.stage_in or (), request[2])
+            link.spawn(native_id, *request)
+        except (StagingError, OSError) as e:
+            with self._lock:
+                self._jobs.pop(native_id, None)
+                self._staged.pop(native_id, None)
+            why = str(e) if isinstance(e, StagingError) else f"the local job nanny is gone: {e}"
+            self._set_job_status(job, JobStatus(JobState.FAILED, message=why))
+
+    def _stage_out(self, jobs: List[Job], status: JobStatus, spec: JobSpec, job_dir: str) -> None:
+        """A staged job ended: STAGE_OUT, CLEANUP, then its final status (FAILED, naming
+        the file, if a stage-out failed). Runs on its own thread: copies take time."""
+        from ...stage_files import StagingError, clean_up, stage_out
+        for state in (JobState.STAGE_OUT, JobState.CLEANUP):
+            for job in jobs:
+                self._set_job_status(job, JobStatus(state), ran=True)
+            try:
+                if state is JobState.STAGE_OUT:
+                    stage_out(spec.stage_out or (), job_dir, status.state)
+                else:
+                    problem = clean_up(spec.cleanup or (), job_dir, spec.cleanup_flags,
+                                       status.state)
+                    if problem:
+                        log.warning("%s", problem)
+            except StagingError as e:
+                message = f"{e} (the job itself: {status.state.name}" + (
+                    f", {status.message})" if status.message else ")")
+                status = JobStatus(JobState.FAILED, status.time, message, status.exit_code,
+                                   status.metadata)
+        for job in jobs:
+            self._set_job_status(job, status, ran=True)
 
     # -- machinery ----------------------------------------------------------------------
     def _close(self) -> None:
@@ -227,13 +279,20 @@ class LocalJobExecutor(JobExecutor):
             self._report(native_id, JobStatus(JobState.FAILED, message=event[2]))
 
     def _report(self, native_id: str, status: JobStatus, ran: bool = False) -> None:
+        staged = None
         with self._lock:
             jobs = self._jobs.get(native_id)
             if jobs is None:
                 return
             if status.state.final:
                 del self._jobs[native_id]
+                staged = self._staged.pop(native_id, None)
             jobs = list(jobs)
+        if staged is not None and (ran or jobs[0].status.state is JobState.ACTIVE):
+            threading.Thread(target=self._stage_out, args=(jobs, status, *staged),
+                             name=f"hpcjobs-local-{self._instance}-stage-out-{native_id}",
+                             daemon=True).start()
+            return
         for job in jobs:
             self._set_job_status(job, status, ran=ran)
 
