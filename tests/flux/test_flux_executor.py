@@ -91,7 +91,7 @@ def test_true(executor: JobExecutor) -> None:
     assert job.status.state is not JobState.NEW  # submit() returns with the job QUEUED
     status = job.wait(timeout=WAIT)
     assert status is not None and (status.state, status.exit_code) == (JobState.COMPLETED, 0)
-    eventually(lambda: len(states) == 3)
+    eventually(lambda: len(states) == 6)
     assert states == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
                       JobState.STAGE_OUT, JobState.CLEANUP, JobState.COMPLETED]
 
@@ -377,7 +377,7 @@ def test_attach_to_jobs_of_the_flux_command(executor: JobExecutor) -> None:
     executor.attach(job, running.f58)
     status = job.wait(timeout=WAIT)
     assert status is not None and (status.state, status.exit_code) == (JobState.COMPLETED, 0)
-    eventually(lambda: len(states) == 3)
+    eventually(lambda: len(states) == 6)
     assert states == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
                       JobState.STAGE_OUT, JobState.CLEANUP, JobState.COMPLETED]
 
@@ -657,7 +657,7 @@ def test_guest_of_a_system_instance(executor: JobExecutor,
         status = job.wait(timeout=WAIT)
         assert status is not None and (status.state, status.exit_code) == (
             JobState.CANCELED, -15)
-    eventually(lambda: len(states) == 3)
+    eventually(lambda: len(states) == 6)
     assert states == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
                       JobState.STAGE_OUT, JobState.CLEANUP, JobState.CANCELED]
     prefix = f"hpcjobs-flux-{executor._instance}-"  # type: ignore[attr-defined]
@@ -687,7 +687,7 @@ def test_attach_after_a_client_restart_replays_everything(flux_uri: str) -> None
             status = job.wait(timeout=WAIT)
             assert status is not None and (status.state, status.exit_code) == (
                 JobState.FAILED, code)
-            eventually(lambda: len(states) == 3)
+            eventually(lambda: len(states) == 6)
             assert states == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
                               JobState.STAGE_OUT, JobState.CLEANUP, JobState.FAILED]
     finally:
@@ -758,7 +758,7 @@ def test_a_broken_connection_loses_no_event(link: flux_link.FluxLink, linked: Jo
         status = job.wait(timeout=WAIT)
         assert status is not None and (status.state, status.exit_code) \
             == expected[script], (script, status)
-        eventually(lambda states=states: len(states) == 3, states)
+        eventually(lambda states=states: len(states) == 6, states)
         assert states == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
                           JobState.STAGE_OUT, JobState.CLEANUP, expected[script][0]]
     after = Job(JobSpec("/bin/sleep", ["300"]))
