@@ -271,21 +271,28 @@ def test_killed_mid_use_the_round_trip_fails_and_the_next_reconnects(conn: SshCo
     assert conn.logins == 2
 
 
-def test_retry_runs_a_safe_batch_again_on_a_new_connection(conn: SshConnection, login: Login) -> None:
-    conn.run(["true"], check=True)
+def test_retry_runs_a_safe_batch_again_on_a_new_connection(conn: SshConnection, login: Login,
+                                                          remote_dir: bytes) -> None:
+    # the first run leaves a marker and hangs until its connection is killed; the retry
+    # finds the marker and answers at once
+    marker = os.fsdecode(remote_dir) + "/first-run"
+    script = 'if [ -e "$1" ]; then echo retried; else touch "$1"; exec sleep 30; fi'
     master = conn.master_pid
     assert master is not None
 
-    def kill_soon() -> None:
-        for _ in range(200):
-            if subprocess.run(["pgrep", "-u", login.user, "-f", "sleep 2"], capture_output=True).returncode == 0:
+    def kill_when_first_runs() -> None:
+        for _ in range(600):
+            if os.path.exists(marker):
                 break
             time.sleep(0.05)
         os.kill(master, signal.SIGKILL)
         _wait_dead(master)
 
-    t = threading.Thread(target=kill_soon)
+    t = threading.Thread(target=kill_when_first_runs)
     t.start()
-    r = conn.batch([Run(["sh", "-c", "sleep 2; echo done"])], retry=True)
+    before = conn.round_trips
+    r = conn.batch([Run(["sh", "-c", script, "sh", marker])], retry=True)
     t.join()
-    assert r[0].stdout == b"done\n" and conn.round_trips == 3 and conn.logins == 2
+    subprocess.run(["pkill", "-KILL", "-u", login.user, "-x", "sleep"])
+    assert r[0].stdout == b"retried\n"
+    assert conn.round_trips == before + 2 and conn.logins == 2

@@ -135,8 +135,11 @@ def render(ops: Sequence[Op], marker: Optional[bytes] = None,
         # the header after each operation: exit code (or "nf"), then the sizes of its
         # stdout and stderr, followed by both
         b"_r() { rc=$?; if [ -e \"$d/nf\" ]; then rc=" + _MISSING + b"; rm -f \"$d/nf\"; fi; "
+        # (an operation that printed nothing costs no wc or cat: most of a batch)
+        b"if [ -s \"$d/o\" ] || [ -s \"$d/e\" ]; then "
         b"printf '%s %s %s %s %s\\n' " + marker + b" \"$1\" \"$rc\" "
         b"$(wc -c <\"$d/o\") $(wc -c <\"$d/e\"); cat \"$d/o\" \"$d/e\"; "
+        b"else printf '%s %s %s 0 0\\n' " + marker + b" \"$1\" \"$rc\"; fi; "
         + b"if [ \"$rc\" != 0 ] && [ \"$1\" -lt %d ]; then " % guard
         + b"printf '%s stop\\n' " + marker + b"; exit 0; fi; }",
     ]
