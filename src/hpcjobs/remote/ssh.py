@@ -219,7 +219,8 @@ class SshConnection:
         control = self._control()
         argv = [*self._base(control), "-o", "ControlMaster=no", "-T",
                 *self.target.ssh_args(), shscript.REMOTE_COMMAND]
-        self.round_trips += 1
+        with self._lock:  # (executors' threads share a connection)
+            self.round_trips += 1
         p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE)
         if meanwhile is not None:
