@@ -85,6 +85,26 @@ def test_a_failed_change_stops_the_command_it_travels_with(conn: SshConnection, 
     host.run(["true"], timeout=60)  # the queue was emptied by the failure
 
 
+def test_flush_reports_a_failed_change(conn: SshConnection, work: str) -> None:
+    host = SshHost(conn)
+    host.write_file(f"{work}/missing-dir/f", b"x")
+    host.write_file(f"{work}/g", b"never")
+    with pytest.raises(RemoteFileError, match="missing-dir"):
+        host.flush()
+    assert not Path(f"{work}/g").exists()
+
+
+def test_a_lost_connection_is_the_error_the_local_host_would_raise(login: Login, tmp_path: Path) -> None:
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    host = SshHost(login.connection(login.config_with(tmp_path, UserKnownHostsFile=str(empty))))
+    with pytest.raises(CommandError, match="host key"):
+        host.run(["true"], timeout=60)
+    with pytest.raises(ConnectionError, match="host key"):
+        host.read_files(["/etc/hostname"])
+    host.connection.close()
+
+
 def test_run_keeps_the_external_contract(conn: SshConnection) -> None:
     host = SshHost(conn)
     with pytest.raises(CommandError, match="not found"):

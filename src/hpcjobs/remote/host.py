@@ -20,6 +20,7 @@ from typing import Callable, Optional, Sequence
 
 from ..errors import CommandError
 from ..external import CommandResult
+from .errors import SshError
 from .ops import ListDir, MakeDirs, Op, Remove, Result, Run, StatRead, WriteFile
 from .ssh import SshConnection
 
@@ -89,9 +90,9 @@ class SshHost:
     def flush(self, timeout: float = 120.0) -> None:
         """Send the queued changes now (one round trip; none if nothing is queued)."""
         with self._lock:
-            ops, self._queued = self._queued, []
-        if ops:
-            self._send(ops, timeout)
+            pending = bool(self._queued)
+        if pending:
+            self._send_files([], timeout)
 
     # -- commands and reads: one round trip each, with the queued changes -------------
     def run(self, argv: Sequence[str], *, timeout: float, check: bool = True,
@@ -99,7 +100,11 @@ class SshHost:
         """Run ``argv`` there (after the queued changes), with :func:`hpcjobs.external.run`'s
         contract: CommandError with the output when it cannot run or (``check``) fails."""
         args = [str(a) for a in argv]
-        r = self._send([Run(args)], timeout, meanwhile)[0]
+        try:
+            r = self._send([Run(args)], timeout, meanwhile)[0]
+        except SshError as e:  # (the batch machinery handles CommandErrors of its commands)
+            raise CommandError(args, None, "", e.stderr,
+                               reason=f"could not be run: {e.message}") from e
         out, err = r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
         where = str(self.connection.target)
         if r.missing:
@@ -113,11 +118,11 @@ class SshHost:
         """Each path's file from its offset, at most ``limit`` bytes; None for one that
         cannot be read. One round trip for all (and the queued changes)."""
         ops = [StatRead(p, offsets[i] if offsets else 0, limit) for i, p in enumerate(paths)]
-        return [_file_data(r) for r in self._send(ops, 120.0)]
+        return [_file_data(r) for r in self._send_files(ops)]
 
     def list_dir(self, path: str) -> Optional[list[str]]:
         """The names in the directory ``path``; None if it does not exist."""
-        r = self._send([ListDir(path)], 120.0)[0]
+        r = self._send_files([ListDir(path)])[0]
         if not r.ok:
             return None
         return [os.fsdecode(n) for n in r.stdout.split(b"\0")[:-1]]
@@ -126,6 +131,14 @@ class SshHost:
     def _queue(self, op: Op) -> None:
         with self._lock:
             self._queued.append(op)
+
+    def _send_files(self, ops: Sequence[Op], timeout: float = 120.0) -> list[Result]:
+        """:meth:`_send` for file calls: a connection failure is a ConnectionError (an
+        OSError, as the local host's file calls raise)."""
+        try:
+            return self._send(ops, timeout)
+        except SshError as e:
+            raise ConnectionError(f"files on {self.connection.target}: {e.message}") from e
 
     def _send(self, ops: Sequence[Op], timeout: float,
               meanwhile: Optional[Callable[[], None]] = None) -> list[Result]:
