@@ -140,3 +140,38 @@ def test_executors_share_one_connection_per_destination(login: Login) -> None:
     assert a.master_pid == pid  # still in use by the other
     shared.release(b)
     assert a.master_pid is None and shared.users(a) == 0
+
+
+def test_a_tick_over_many_files_costs_a_constant_number_of_processes(conn: SshConnection,
+                                                                     work: str) -> None:
+    host = SshHost(conn)
+    for i in range(300):
+        host.write_file(f"{work}/f{i}", b"%d" % i * (i % 7))
+    host.make_dir(f"{work}/sub")
+    host.flush()
+    paths = [p for i in range(300) for p in (f"{work}/f{i}", f"{work}/missing{i}")] + [f"{work}/sub"]
+    offsets = [1 if i % 50 == 0 else 0 for i in range(len(paths))]
+    before = conn.round_trips
+    found = host.read_files(paths, offsets, limit=5)
+    assert conn.round_trips == before + 1  # no fallback: nothing changed meanwhile
+    for path, offset, got in zip(paths, offsets, found):
+        if "missing" in path:
+            assert got is None
+            continue
+        assert got is not None
+        st = os.stat(path)
+        assert (got.size, got.identity, got.is_dir) == (st.st_size, (st.st_dev, st.st_ino),
+                                                        os.path.isdir(path))
+        if not got.is_dir:
+            assert got.data == Path(path).read_bytes()[offset:offset + 5]
+
+
+def test_bytes_that_do_not_add_up_fall_back_to_reading_each_file() -> None:
+    from hpcjobs.remote.host import split_many
+    out = b"102\n1.5 1 2 3 regular file\n2.5 1 3 4096 directory\nabc"
+    got = split_many(out, [0, 0, 0], limit=10)
+    assert got is not None and got[0] is not None and got[0].data == b"abc" and got[1] is None
+    assert got[2] is not None and got[2].is_dir
+    assert split_many(out + b"d", [0, 0, 0], 10) is None  # grew between stat and cat
+    assert split_many(out[:-1], [0, 0, 0], 10) is None    # shrank, or vanished
+    assert split_many(b"12\n" + out[4:], [0, 0], 10) is None  # a file where stat saw a directory

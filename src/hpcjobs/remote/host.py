@@ -21,7 +21,7 @@ from typing import Callable, Optional, Sequence
 from ..errors import CommandError
 from ..external import CommandResult
 from .errors import SshError
-from .ops import ListDir, MakeDirs, Op, Remove, Result, Run, StatRead, WriteFile
+from .ops import ListDir, MakeDirs, Op, Remove, Result, Run, StatRead, StatReadMany, WriteFile
 from .ssh import SshConnection
 
 __all__ = ["SshHost", "FileData", "RemoteFileError"]
@@ -117,7 +117,15 @@ class SshHost:
                    limit: int = 1 << 20) -> list[Optional[FileData]]:
         """Each path's file from its offset, at most ``limit`` bytes; None for one that
         cannot be read. One round trip for all (and the queued changes)."""
-        ops = [StatRead(p, offsets[i] if offsets else 0, limit) for i, p in enumerate(paths)]
+        if not paths:
+            return []
+        offs = tuple(offsets) if offsets else (0,) * len(paths)
+        r = self._send_files([StatReadMany(tuple(paths), offs)])[0]
+        found = split_many(r.stdout, offs, limit)
+        if found is not None:
+            return found
+        # a file changed between its stat and its read: read each on its own
+        ops = [StatRead(p, offs[i], limit) for i, p in enumerate(paths)]
         return [_file_data(r) for r in self._send_files(ops)]
 
     def list_dir(self, path: str) -> Optional[list[str]]:
@@ -158,6 +166,42 @@ def _failed(r: Result, connection: SshConnection) -> RemoteFileError:
     err = r.stderr.decode("utf-8", "replace").strip()
     return RemoteFileError(f"{r.op!r} failed on {connection.target} (exit {r.returncode})"
                            + (f": {err}" if err else ""), r)
+
+
+def split_many(out: bytes, offsets: Sequence[int], limit: int) -> Optional[list[Optional[FileData]]]:
+    """The files in the output of a :class:`StatReadMany`, or None if the bytes do not
+    add up to the sizes stat gave (a file changed in between)."""
+    kinds, _, rest = out.partition(b"\n")
+    if len(kinds) != len(offsets) or kinds.strip(b"012"):
+        return None
+    stats: list[Optional[tuple[float, tuple[int, int], int, bool]]] = []
+    for kind in kinds:
+        if kind == ord("0"):
+            stats.append(None)
+            continue
+        line, sep, rest = rest.partition(b"\n")
+        fields = line.split(b" ")
+        if not sep or len(fields) < 5:
+            return None
+        is_dir = b" ".join(fields[4:]) == b"directory"
+        if is_dir != (kind == ord("2")):
+            return None
+        stats.append((float(fields[0]), (int(fields[1]), int(fields[2])), int(fields[3]), is_dir))
+    # the data: whole files read from offset 0 first, then those read from an offset
+    order = [i for i, o in enumerate(offsets) if o == 0] + [i for i, o in enumerate(offsets) if o > 0]
+    data: dict[int, bytes] = {}
+    pos = 0
+    for i in order:
+        st = stats[i]
+        if st is None or st[3]:
+            continue
+        n = max(0, st[2] - offsets[i])
+        data[i] = rest[pos:pos + n][:limit]
+        pos += n
+    if pos != len(rest):
+        return None
+    return [None if st is None else FileData(st[0], st[1], st[2], st[3], data.get(i, b""))
+            for i, st in enumerate(stats)]
 
 
 def _file_data(r: Result) -> Optional[FileData]:

@@ -13,8 +13,8 @@ from typing import Optional, Sequence, Union
 
 from .errors import RemoteCommandError, RemoteCommandNotFound
 
-__all__ = ["Op", "Run", "WriteFile", "ReadFile", "StatRead", "ListDir", "MakeDirs", "Remove",
-           "Result", "Text"]
+__all__ = ["Op", "Run", "WriteFile", "ReadFile", "StatRead", "StatReadMany", "ListDir", "MakeDirs",
+           "Remove", "Result", "Text"]
 
 #: a string that reaches the remote side as its bytes (``os.fsencode`` of a str)
 Text = Union[str, bytes]
@@ -61,6 +61,19 @@ class StatRead:
 
 
 @dataclass(frozen=True)
+class StatReadMany:
+    """Many files' status and bytes with a constant number of processes (one ``stat``,
+    one ``cat`` for those read from offset 0), for a status tick over many jobs. stdout:
+    a line of one digit per path (0 missing, 1 file, 2 directory), a stat line per
+    existing path as in :class:`StatRead`, then the bytes of the files from their
+    offsets, in path order. Whole files are sent; the reader keeps ``limit`` of each.
+    See :func:`hpcjobs.remote.host.split_many` for reading it back."""
+
+    paths: tuple[Text, ...]
+    offsets: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class ListDir:
     """The names in a directory (hidden ones too), each followed by a NUL byte."""
 
@@ -83,7 +96,7 @@ class Remove:
     recursive: bool = False
 
 
-Op = Union[Run, WriteFile, ReadFile, StatRead, ListDir, MakeDirs, Remove]
+Op = Union[Run, WriteFile, ReadFile, StatRead, StatReadMany, ListDir, MakeDirs, Remove]
 
 
 @dataclass(frozen=True)
@@ -123,6 +136,8 @@ class Result:
 def _describe(op: Op) -> str:
     if isinstance(op, Run):
         return f"command {[_show(a) for a in op.argv]!r}"
+    if isinstance(op, StatReadMany):
+        return f"StatReadMany({len(op.paths)} paths)"
     return f"{type(op).__name__}({_show(op.path)!r})"
 
 

@@ -21,7 +21,8 @@ import os
 import secrets
 from typing import Iterator, Optional, Sequence
 
-from .ops import ListDir, MakeDirs, Op, ReadFile, Remove, Result, Run, StatRead, Text, WriteFile
+from .ops import (ListDir, MakeDirs, Op, ReadFile, Remove, Result, Run, StatRead, StatReadMany,
+                  Text, WriteFile)
 
 __all__ = ["quote", "render", "parse", "REMOTE_COMMAND", "Parsed"]
 
@@ -109,6 +110,24 @@ def _body(op: Op) -> bytes:
         return (b"s=$(stat -L -c '%.9Y %d %i %s %F' " + path + b") && printf '%s\\n' \"$s\" && "
                 + b"case $s in *directory) ;; *) tail -c +" + skip + b" " + path
                 + b" | head -c " + str(op.limit).encode() + b";; esac")
+    if isinstance(op, StatReadMany):
+        if len(op.paths) != len(op.offsets) or any(o < 0 for o in op.offsets):
+            raise ValueError("StatReadMany: one offset (>= 0) per path")
+        words = [quote(p, "path") for p in op.paths]
+        # the tests are builtins: a path costs no process unless it is read from an offset
+        lines = [b"set --"]
+        lines += [b"if [ -d " + w + b" ]; then set -- \"$@\" " + w + b"; printf 2; "
+                  b"elif [ -e " + w + b" ]; then set -- \"$@\" " + w + b"; printf 1; "
+                  b"else printf 0; fi" for w in words]
+        lines.append(b"printf '\\n'")
+        lines.append(b"if [ $# -gt 0 ]; then stat -L -c '%.9Y %d %i %s %F' -- \"$@\"; fi")
+        whole = [w for w, o in zip(words, op.offsets) if o == 0]
+        if whole:
+            lines.append(b"cat -- " + b" ".join(whole) + b" 2>/dev/null")
+        lines += [b"if [ -f " + w + b" ]; then tail -c +" + str(o + 1).encode() + b" " + w
+                  + b"; fi" for w, o in zip(words, op.offsets) if o > 0]
+        lines.append(b":")
+        return b"\n".join(lines)
     if isinstance(op, ListDir):
         # the glob patterns match every name but . and ..; a pattern matching nothing
         # stays as itself and is skipped by the existence test
