@@ -4,7 +4,8 @@ Needs the test login node (``eval "$(scripts/sshd.sh up)"``) or any host in
 HPCJOBS_TEST_SSH_HOST (with HPCJOBS_TEST_SSH_CONFIG as its client config). Measures,
 in the same run: a fresh ``ssh host true`` per command (the baseline: a login each),
 one command through the multiplexed master, and a submit-shaped batch of N jobs
-(directory, script, run each) in one round trip. Prints one JSON line with the times,
+(directory, script, run each) in one round trip, and a status tick reading two files
+of each of those jobs in one round trip. Prints one JSON line with the times,
 the round trips and logins counted, and the ratios, so a WAN figure can be read off
 them: a batch costs one round trip whatever N.
 Usage: python bench/ssh_round_trips.py [N]
@@ -19,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from hpcjobs.remote import MakeDirs, Run, SshConnection, SshTarget, WriteFile
+from hpcjobs.remote import MakeDirs, Run, SshConnection, SshHost, SshTarget, WriteFile
 
 
 def _median_ms(samples: list[float]) -> float:
@@ -56,6 +57,14 @@ def main() -> None:
         batch_s = time.perf_counter() - t0
         assert all(r.ok for r in results)
         batch_trips = conn.round_trips - trips
+        # a status tick: two job files per job (one there, one not yet), one read for all
+        paths = [p for i in range(n) for p in (f"{work}/job{i}/script", f"{work}/job{i}/ec")]
+        trips = conn.round_trips
+        t0 = time.perf_counter()
+        found = SshHost(conn).read_files(paths)
+        tick_s = time.perf_counter() - t0
+        assert sum(f is not None for f in found) == n
+        tick_trips = conn.round_trips - trips
         conn.run(["rm", "-rf", work])
         counts = {"round_trips": conn.round_trips, "logins": conn.logins}
     print(json.dumps({
@@ -64,7 +73,9 @@ def main() -> None:
         "command_through_master_ms": _median_ms(muxed),
         "ratio_login_to_master": round(statistics.median(logins) / statistics.median(muxed), 2),
         "batch_of_jobs_s": round(batch_s, 3), "batch_operations": len(ops),
-        "batch_round_trips": batch_trips, "connection": counts}))
+        "batch_round_trips": batch_trips, "status_tick_s": round(tick_s, 3),
+        "status_tick_files": len(paths), "status_tick_round_trips": tick_trips,
+        "connection": counts}))
 
 
 if __name__ == "__main__":
