@@ -4,10 +4,10 @@ The remote side runs the constant command ``exec /bin/sh -s`` and reads this scr
 its stdin. Everything variable (arguments, paths, file contents) travels inside the
 script, never in the command line ssh hands to the user's login shell, so the login
 shell (bash, tcsh, ...) interprets nothing of ours: one round of ``sh`` parsing, and
-every value in it is single-quoted (``'`` as ``'\\''``) or, for file contents, a quoted
-here-document (no expansion) with a ``printf`` of octal escapes for the bytes a
-here-document cannot carry (a NUL, a last line with no newline). The only refusal is a
-NUL byte in an argument or path: the operating system cannot pass one either.
+every value in it is single-quoted (``'`` as ``'\\''``); file contents are written by
+the ``printf`` builtin from one such word, or, if they hold a NUL (which no shell word
+can), from octal escapes. The only refusal is a NUL byte in an argument or path: the
+operating system cannot pass one either.
 
 Each operation writes its stdout and stderr to files in a private temporary directory;
 after it, the script prints a header ``<marker> <index> <exit code> <len out> <len err>``
@@ -59,20 +59,12 @@ def _octal(data: bytes) -> Iterator[bytes]:
 
 
 def emit(data: bytes) -> bytes:
-    """Commands that write exactly ``data`` to their stdout (a brace group)."""
-    if b"\0" in data:  # a here-document cannot hold a NUL: all of it as octal escapes
+    """Commands that write exactly ``data`` to their stdout (a brace group). ``printf``
+    is a builtin of every sh in use (dash, bash, BusyBox ash): writing a file costs no
+    process."""
+    if b"\0" in data:  # no shell word can hold a NUL: all of it as octal escapes
         return b"{ :\n" + b"".join(_octal(data)) + b"}"
-    cut = data.rfind(b"\n") + 1  # here-document up to the last newline, printf the rest
-    head, tail = data[:cut], data[cut:]
-    parts = [b"{ :\n"]
-    if head:
-        delimiter = b"HPCJOBS_" + secrets.token_hex(8).encode()
-        while delimiter in head:  # (never in practice: 64 random bits)
-            delimiter = b"HPCJOBS_" + secrets.token_hex(8).encode()
-        parts += [b"cat <<'", delimiter, b"'\n", head, delimiter, b"\n"]
-    parts += _octal(tail)
-    parts.append(b"}")
-    return b"".join(parts)
+    return b"{ printf '%s' " + b"'" + data.replace(b"'", b"'\\''") + b"'; }"
 
 
 def _body(op: Op) -> bytes:
