@@ -5,6 +5,7 @@ fails, and a new master after the old one is killed mid-use."""
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -296,3 +297,13 @@ def test_retry_runs_a_safe_batch_again_on_a_new_connection(conn: SshConnection, 
     subprocess.run(["pkill", "-KILL", "-u", login.user, "-x", "sleep"])
     assert r[0].stdout == b"retried\n"
     assert conn.round_trips == before + 2 and conn.logins == 2
+
+
+def test_large_files_arrive_whole(conn: SshConnection, remote_dir: bytes) -> None:
+    rng = random.Random(7)
+    text = bytes(rng.randrange(1, 256) for _ in range(2_000_000))   # no NUL: one printf
+    binary = bytes(rng.randrange(0, 256) for _ in range(200_000))   # NULs: octal escapes
+    r = conn.batch([WriteFile(remote_dir + b"/text", text), WriteFile(remote_dir + b"/bin", binary)])
+    assert all(x.ok for x in r)
+    assert Path(os.fsdecode(remote_dir + b"/text")).read_bytes() == text
+    assert Path(os.fsdecode(remote_dir + b"/bin")).read_bytes() == binary
