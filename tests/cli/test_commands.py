@@ -278,3 +278,10 @@ def test_the_same_commands_drive_slurm(cli: Cli, tmp_path: Path) -> None:
     assert p.stdout.split()[:2] in ([native_id, "QUEUED"], [native_id, "ACTIVE"]), p.stderr
     p = cli("cancel", "-x", "slurm", "--timeout", "120", native_id)
     assert p.returncode == 0 and p.stdout.startswith(f"{native_id} CANCELED"), p.stderr
+
+
+def test_a_url_the_executor_cannot_serve_is_refused(cli: Cli, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    p = cli("run", "--url", "ssh://login.example.org", "/usr/bin/touch", str(marker))
+    assert p.returncode != 0 and not marker.exists()
+    assert "'ssh://login.example.org'" in p.stderr and "executor 'local'" in p.stderr

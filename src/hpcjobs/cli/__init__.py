@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     g = common.add_argument_group("executor")
     g.add_argument("-x", "--executor", default="local", metavar="NAME",
                    help="executor to use (default: local)")
+    g.add_argument("--url", metavar="URL",
+                   help="where the executor runs its jobs (ssh://[user@]host[:port]; see "
+                        "docs/remote.md); an executor that cannot serve it refuses it")
     g.add_argument("--config", action="append", type=options.key_value, default=[],
                    metavar="KEY=VALUE", help="executor setting, e.g. work_directory=/tmp/w")
     g.add_argument("--json", action="store_true",

@@ -42,7 +42,7 @@ def err(message: str) -> None:
 
 
 def _executor(ns: argparse.Namespace) -> JobExecutor:
-    return JobExecutor.get_instance(ns.executor,
+    return JobExecutor.get_instance(ns.executor, url=ns.url,
                                     config=options.executor_config(ns.executor, ns.config))
 
 
