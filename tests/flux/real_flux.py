@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -100,6 +101,14 @@ class FluxInstance:
             except (OSError, psutil.Error):
                 continue
         self.stop()
+
+    def kill_broker(self, rank: int) -> None:
+        """Kill the broker of one rank with SIGKILL, as the crash of that node would
+        (its job shells and tasks are left as they are)."""
+        pid = subprocess.run(["flux", "exec", "-r", str(rank), "flux", "getattr", "broker.pid"],
+                             env={**os.environ, "FLUX_URI": self.uri}, check=True,
+                             capture_output=True, text=True, timeout=START_TIMEOUT).stdout
+        os.kill(int(pid), signal.SIGKILL)
 
     def stop(self) -> None:
         """Shut the instance down (its jobs are killed) and wait until it is gone."""

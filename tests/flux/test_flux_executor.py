@@ -832,3 +832,37 @@ def test_an_instance_that_goes_away(private_instance: real_flux.FluxInstance) ->
             assert "unknown" in status.message
     finally:
         ex.close()
+
+
+def test_brokers_killed_mid_run_no_job_completes(
+        private_instance: real_flux.FluxInstance) -> None:
+    """The brokers are killed with SIGKILL while jobs run, node1's first: Flux lets a
+    two-node job whose node1 shell was lost go on (a non-fatal ``node-failure``
+    exception) and end with node0's status alone, 0 here; the job never finished on
+    node1 and must not read COMPLETED. Then node0's broker dies too: every job ends
+    FAILED saying why, none COMPLETED, nothing hangs."""
+    private = private_instance
+    ex = JobExecutor.get_instance("flux", url=private.uri)
+    try:
+        both = ResourceSpecV1(node_count=2, processes_per_node=1)
+        spread = [Job(JobSpec("/bin/sleep", ["4"], resources=both)) for _ in range(2)]
+        single = [Job(JobSpec("/bin/sleep", ["30"])) for _ in range(3)]
+        for job in spread + single:
+            ex.submit(job)
+        for job in spread + single:
+            job.wait(timeout=WAIT, target_states=JobState.ACTIVE)
+        time.sleep(1)  # the shells have started (no timing asserted: either way, FAILED)
+        private.kill_broker(1)
+        for job in spread:  # node0's task ends by itself, after 4 s
+            status = job.wait(timeout=WAIT)
+            assert status is not None and status.state is JobState.FAILED, status
+            assert status.exit_code is None, status
+            assert status.message is not None and "node failure on node1" in status.message
+        private.kill()
+        for job in single:
+            status = job.wait(timeout=WAIT)
+            assert status is not None and status.state is JobState.FAILED, status
+            assert status.message is not None and ("node failure on node1" in status.message
+                                                   or "lost contact" in status.message), status
+    finally:
+        ex.close()
