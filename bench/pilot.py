@@ -27,6 +27,7 @@ import argparse
 import json
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -64,6 +65,7 @@ def through_pilot(n: int, cores: int, work: Path) -> tuple[dict[str, Any], JobEx
     start = time.time()
     ex = JobExecutor.get_instance("pilot", config={
         "backend": "slurm", "cores_per_node": cores, "walltime": timedelta(hours=1),
+        "memory_per_node": 4 << 30,  # Flux holds the inactive jobs: 1,000 outgrow 512 MiB
         "work_directory": work / "pilot", "backend_config": {"work_directory": work / "slurm"}})
     ex.set_job_status_callback(on_status)
     # a duration the pilot's hour leaves room for (PSI/J's default is 10 minutes)
@@ -93,7 +95,12 @@ def raw_flux(n: int, uri: str) -> dict[str, Any]:
     spec = flux.job.JobspecV1.from_command(["/bin/true"])
     spec.duration = 60
     start = time.time()
-    ids = [flux.job.submit(handle, spec, waitable=True) for _ in range(n)]
+    ids = []
+    for i in range(n):
+        try:
+            ids.append(flux.job.submit(handle, spec, waitable=True))
+        except OSError as e:
+            raise OSError(e.errno, f"submit {i} of the raw loop: {e}") from e
     for jobid in ids:
         result = flux.job.wait(handle, jobid)
         if not result.success:
@@ -130,9 +137,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="hpcjobs-bench-pilot-") as tmp:
         work = Path(tmp)
         pilot, ex = through_pilot(args.jobs, args.cores, work)
+        print(json.dumps({"pilot": pilot}), file=sys.stderr, flush=True)  # progress
         try:
             uri = next((work / "pilot").glob("pilot-*/uri")).read_text().split("\n")[0]
             flux_alone = raw_flux(args.jobs, uri)
+        except OSError as e:
+            raise SystemExit(f"the raw Flux loop failed ({e}); the pilot: {ex.pilot_status}")
         finally:
             ex.close()
         sbatch = raw_sbatch(args.sbatch_jobs, work)

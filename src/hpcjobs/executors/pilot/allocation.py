@@ -85,10 +85,11 @@ class Allocation:
         body = importlib.resources.files(__package__).joinpath("pilot.sh").read_text()
         (self.directory / "pilot.sh").write_text(body)
         config = self._config
-        resources = ResourceSpecV1(node_count=config.node_count, exclusive_node_use=True) \
+        resources = ResourceSpecV1(node_count=config.node_count, exclusive_node_use=True,
+                                   memory=config.memory_per_node) \
             if config.cores_per_node is None else ResourceSpecV1(
                 node_count=config.node_count, processes_per_node=1,
-                cpu_cores_per_process=config.cores_per_node)
+                cpu_cores_per_process=config.cores_per_node, memory=config.memory_per_node)
         attributes = JobAttributes(queue_name=config.queue, project_name=config.account)
         if config.walltime is not None:
             attributes.duration = config.walltime
