@@ -164,3 +164,27 @@ def test_close_cancels_or_waits(make_pilot: MakePilot) -> None:
     assert (awaited.status.state, awaited.status.exit_code) == (JobState.FAILED, 7)
     for ex in (cancelling, waiting):
         assert ex.pilot_status.state is JobState.COMPLETED, ex.pilot_status
+
+
+@pytest.mark.slow
+def test_walltime_reached(make_pilot: MakePilot) -> None:
+    """The pilot's walltime (1 minute: Slurm's least, enforced 77-87 s after the start)
+    runs out while a job runs in it that had waited for cores: it ends FAILED saying
+    the pilot ended and why, nothing hangs. The two that held the cores end by their
+    own time limit (55 s), which every job in a pilot has shorter than the pilot's."""
+    ex = make_pilot(walltime=timedelta(minutes=1))
+    limit = JobAttributes(duration=timedelta(seconds=55))
+    first = [Job(JobSpec("/bin/sleep", ["300"], attributes=limit)) for _ in range(2)]
+    last = Job(JobSpec("/bin/sleep", ["300"], attributes=limit))
+    for job in [*first, last]:
+        ex.submit(job)
+    for job in first:
+        status = job.wait(timeout=WAIT)
+        assert status is not None and status.state is JobState.FAILED, status
+        assert status.message is not None and status.message.startswith(
+            "walltime exceeded: the job's time limit expired"), status
+    status = last.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.FAILED, status
+    assert status.message is not None and status.message.startswith(
+        ("the pilot", f"walltime exceeded: the pilot (slurm job {ex.pilot_native_id})")), status
+    assert "walltime" in status.message, status

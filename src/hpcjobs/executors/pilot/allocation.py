@@ -74,6 +74,11 @@ class Allocation:
         return self.job.native_id
 
     @property
+    def what(self) -> str:
+        """The pilot in words: ``slurm job 812``."""
+        return f"{self._config.backend} job {self.native_id}"
+
+    @property
     def ended(self) -> bool:
         return self._ended.is_set()
 
@@ -145,6 +150,22 @@ class Allocation:
     def close(self) -> None:
         self._poller.stop()
         self._batch.close()
+
+    def gone(self, detail: str) -> None:
+        """The instance no longer answers (``detail``: how that showed, after "its Flux
+        instance"). The batch
+        scheduler says best why: give its word ``_BATCH_GRACE`` s to arrive, then end
+        the pilot saying what is known (a pilot killed with SIGKILL at its walltime or
+        cancel leaves no record of its own)."""
+        if self._ended.wait(_BATCH_GRACE):
+            return
+        walltime, started = self._config.walltime, self._started_at
+        ran_out = walltime is not None and started is not None \
+            and time.monotonic() - started >= walltime.total_seconds()
+        self._end(f"the pilot ({self.what}) ended: its Flux instance {detail}"
+                  + (f"; its walltime ({walltime}) has run out" if ran_out else "")
+                  + f"; its batch job reads {self.job.status.state.name} so far"
+                  + self._log_tail())
 
     def alive(self) -> bool:
         """Whether the instance answers and is running (not shutting down): one RPC on

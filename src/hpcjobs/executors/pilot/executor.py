@@ -40,6 +40,9 @@ WAITING = "waiting for the pilot"
 #: seconds a twin killed by a signal nobody asked for waits before it is believed: the
 #: batch scheduler signals the instance and its jobs together when it ends a pilot
 _SIGNAL_GRACE = 2.0
+#: seconds by which a job's run may fall short of its duration and still be its own
+#: time limit (Flux's and our clocks, the start event's rounding)
+_CLOCK_SLACK = 2.0
 #: bound on waiting for the pilot's batch job to end after we asked it to
 _STOP_TIMEOUT = 60.0
 
@@ -213,8 +216,33 @@ class PilotJobExecutor(JobExecutor):
             self._set_job_status(job, status, ran=status.state is JobState.ACTIVE
                                  or job.status.state is JobState.ACTIVE)
             return
+        if self._cut_short(job, status):
+            return
         self._checker.start()
         self._wakeup.set()
+
+    def _cut_short(self, job: Job, status: JobStatus) -> bool:
+        """A job Flux timed out before its own duration ran out: Flux ends a job at the
+        earlier of its duration and the instance's end, which a pilot inside a batch
+        job takes from the scheduler (its walltime). Such a job ends FAILED saying the
+        pilot's walltime cut it short; True if so."""
+        exception = (status.metadata or {}).get("exception") or {}
+        started = job.status.time if job.status.state is JobState.ACTIVE else None
+        duration = job.spec.attributes.duration if job.spec and job.spec.attributes else None
+        if exception.get("type") != "timeout" or started is None or duration is None \
+                or status.time is None \
+                or status.time - started >= duration.total_seconds() - _CLOCK_SLACK:
+            return False
+        with self._lock:
+            self._doubtful.pop(job.id, None)
+        walltime = self._pilot_config.walltime
+        self._set_job_status(job, JobStatus(
+            JobState.FAILED, status.time, exit_code=status.exit_code, metadata=status.metadata,
+            message=(f"walltime exceeded: the pilot ({self._allocation.what}) reached its "
+                     f"walltime{f' ({walltime})' if walltime else ''} after the job ran "
+                     f"{status.time - started:.0f} s of its {duration}; the job had not "
+                     f"ended (Flux: {exception.get('note', 'timeout')})")), ran=True)
+        return True
 
     def _check(self) -> None:
         """Checker thread: twins that ended as a dying pilot would make them end. Their
@@ -238,7 +266,8 @@ class PilotJobExecutor(JobExecutor):
                              if job.id in self._doubtful]
                 for twin, job in ready:
                     self._set_job_status(job, twin.status, ran=True)
-            # else: the pilot is ending; _on_end fails them with its reason
+            else:  # the pilot is ending: _on_end fails them with its reason
+                self._allocation.gone("does not answer any more")
 
     def _checker_stopped(self) -> bool:
         return self._end_reason is not None or self._checker_done
