@@ -16,7 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from conftest import WAIT, pilot_config
+from pilot_support import WAIT, pilot_config
 
 from hpcjobs import InvalidJobException, SubmitException, Job, JobAttributes, JobExecutor, JobSpec, JobState
 from hpcjobs import ResourceSpecV1
