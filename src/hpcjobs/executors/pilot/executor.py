@@ -101,7 +101,7 @@ class PilotJobExecutor(JobExecutor):
                     raise SubmitException(f"the pilot has ended: {self._end_reason}")
                 flux = self._flux
                 if flux is None:
-                    job._bind(self, None)
+                    job.bind(self, None)
                     self._pending.append(job)
                     self._set_job_status(job, JobStatus(JobState.QUEUED, metadata={
                         "reason_pending": WAITING,
@@ -176,7 +176,7 @@ class PilotJobExecutor(JobExecutor):
                 self._twins.pop(job.id, None)
                 self._mine.pop(twin.id, None)
             raise
-        job._bind(self, twin.native_id)
+        job.bind(self, twin.native_id)
 
     def _on_running(self, uri: str) -> None:
         """The allocation's poller thread: the pilot's Flux can be reached."""
@@ -212,7 +212,7 @@ class PilotJobExecutor(JobExecutor):
                 self._doubtful[job.id] = (twin, job)
         if believed:
             if job.native_id is None and twin.native_id is not None:
-                job._bind(self, twin.native_id)
+                job.bind(self, twin.native_id)
             self._set_job_status(job, status, ran=status.state is JobState.ACTIVE
                                  or job.status.state is JobState.ACTIVE)
             return
