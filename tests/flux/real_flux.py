@@ -94,11 +94,21 @@ class FluxInstance:
     def kill(self) -> None:
         """Kill every process of the instance at once (brokers, shells, jobs), as a
         crash of its nodes would: nothing is shut down cleanly."""
-        for process in psutil.process_iter(["pid"]):
+        members = []
+        for process in psutil.process_iter(["pid", "name"]):
             try:
                 if os.getsid(process.pid) == self._process.pid:
-                    process.kill()
+                    members.append(process)
             except (OSError, psutil.Error):
+                continue
+        # the brokers first: a shell killed while its broker lives is a job's end that
+        # Flux reports ("killed by signal 9"), not a crash (pids alone give no order:
+        # they wrap around)
+        members.sort(key=lambda p: "broker" not in (p.info.get("name") or ""))
+        for process in members:
+            try:
+                process.kill()
+            except psutil.Error:
                 continue
         self.stop()
 
