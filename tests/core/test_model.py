@@ -150,9 +150,15 @@ def test_resource_constructor_takes_psij_positional_order() -> None:
         ResourceSpec.get_instance(2)
 
 
-def test_account_is_project_name() -> None:
-    a = JobAttributes(account="proj")
-    assert a.project_name == "proj" and a.account == "proj"
+def test_account_and_project_name_are_two_fields() -> None:
+    a = JobAttributes(account="acct")
+    assert a.project_name is None and a.account == "acct"
+    a.project_name = "proj"
+    assert (a.account, a.project_name) == ("acct", "proj")
+    # psij-python 0.9.11's positional order: duration, queue_name, account
+    assert JobAttributes(timedelta(minutes=1), "q", "acct").account == "acct"
+    assert a != JobAttributes(account="acct") and a == JobAttributes(account="acct",
+                                                                    project_name="proj")
     a.set_custom_attribute("slurm.constraint", "haswell")
     a.set_custom_attribute("flux.x", 1)
     assert a.custom_for("slurm") == {"constraint": "haswell"}

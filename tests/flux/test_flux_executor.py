@@ -494,7 +494,7 @@ def test_jobspec_fields(executor: JobExecutor) -> None:
     job = Job(JobSpec("/bin/true", name="my job", resources=ResourceSpecV1(
         node_count=1, process_count=2, cpu_cores_per_process=1, exclusive_node_use=True),
         attributes=JobAttributes(duration=timedelta(seconds=90),
-                                 project_name="acct", custom_attributes={
+                                 account="acct", project_name="proj", custom_attributes={
                                      "flux.shell_options": {"cpu-affinity": "off"},
                                      "flux.user.note": "mine", "slurm.ignored": 1})))
     executor.submit(job)
@@ -505,8 +505,8 @@ def test_jobspec_fields(executor: JobExecutor) -> None:
         {"type": "slot", "count": 2, "with": [{"type": "core", "count": 1}],
          "label": "task"}]}]
     assert spec["tasks"][0]["count"] == {"total": 1}  # the launcher starts the processes
-    assert (system["duration"], system["bank"], system["job"]["name"]) \
-        == (90.0, "acct", "my job")
+    assert (system["duration"], system["bank"], system["project"], system["job"]["name"]) \
+        == (90.0, "acct", "proj", "my job")
     assert system["shell"]["options"]["cpu-affinity"] == "off"
     assert spec["attributes"]["user"] == {"note": "mine"}
 

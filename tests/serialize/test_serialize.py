@@ -53,6 +53,7 @@ def attributes(draw: Any) -> JobAttributes:
     return JobAttributes(
         duration=draw(durations),
         queue_name=draw(st.none() | any_text),
+        account=draw(st.none() | any_text),
         project_name=draw(st.none() | any_text),
         reservation_id=draw(st.none() | any_text),
         custom_attributes=draw(st.none() | st.dictionaries(any_text, json_values, max_size=4)))
@@ -133,7 +134,7 @@ def test_document_shape_is_the_documented_envelope() -> None:
         "format": FORMAT, "version": 1, "kind": "JobSpec",
         "spec": {"executable": "/bin/echo", "arguments": ["hi", "3"], "directory": "/tmp",
                  "resources": {"version": 1, "node_count": 2, "processes_per_node": 4},
-                 "attributes": {"duration": 3600, "project_name": "p1"}}}
+                 "attributes": {"duration": 3600, "account": "p1"}}}
 
 
 def test_sub_second_duration_is_written_as_exact_float() -> None:

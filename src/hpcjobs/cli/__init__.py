@@ -88,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="DURATION",
                    help="walltime: 90s, 10m, 1h30m, 2d, HH:MM:SS or D-HH[:MM[:SS]]")
     g.add_argument("-q", "--queue")
-    g.add_argument("-A", "--project", "--account", dest="project")
+    g.add_argument("-A", "--account", help="who pays (Slurm --account, PBS -A, Flux bank)")
+    g.add_argument("-P", "--project", help="the project (PBS -P, Flux project)")
     g.add_argument("--reservation")
     g.add_argument("--attr", action="append", type=options.key_value, default=[],
                    metavar="KEY=VALUE",

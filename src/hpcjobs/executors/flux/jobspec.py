@@ -2,7 +2,7 @@
 
 Everything the spec describes goes in: the launcher's command line (the launcher
 starts the job's processes, sourcing pre/post-launch), the working directory, exactly
-the job's environment, stdio paths, resources, duration, queue, bank and name, plus
+the job's environment, stdio paths, resources, duration, queue, bank (the account), project and name, plus
 the ``flux.<key>`` custom attributes (see docs/flux.md). What Flux cannot express is
 refused with ``InvalidJobException`` naming the field, before anything is submitted.
 """
@@ -86,8 +86,11 @@ def build_jobspec(flux_job: Any, spec: JobSpec, launcher: Launcher) -> FluxSubmi
     js.duration = attrs.duration.total_seconds()  # 0 means no limit to Flux
     if attrs.queue_name is not None:
         js.setattr("system.queue", attrs.queue_name)
+    # flux-accounting's names: the bank is charged, the project is recorded
+    if attrs.account is not None:
+        js.setattr("system.bank", attrs.account)
     if attrs.project_name is not None:
-        js.setattr("system.bank", attrs.project_name)
+        js.setattr("system.project", attrs.project_name)
     return FluxSubmission(js, _apply_custom(js, attrs.custom_for("flux")))
 
 

@@ -120,6 +120,13 @@ class PBSJobExecutor(BatchSchedulerExecutor):
         """The flavour's resource and queue directives (directives.py)."""
         return {**pbs_resources(spec), "direct_output": True}  # (Torque: no -k d)
 
+    def _account_lines(self, spec: JobSpec) -> dict[str, Any]:
+        """``-A`` the account, ``-P`` the project (OpenPBS has both)."""
+        attrs = spec.attributes
+        return {field: (directive_value(f"JobAttributes.{name}", value) if value else None)
+                for field, name, value in (("account", "account", attrs.account),
+                                           ("project", "project_name", attrs.project_name))}
+
     def _directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
         attrs = spec.attributes
         return {
@@ -131,8 +138,7 @@ class PBSJobExecutor(BatchSchedulerExecutor):
             **dict.fromkeys(("select", "place", "nodes", "memory", "exclusive")),
             **self._resources(spec),
             "walltime": walltime(attrs.duration),
-            "account": (directive_value("JobAttributes.project_name", attrs.project_name)
-                        if attrs.project_name else None),
+            **self._account_lines(spec),
             "output": str(job_dir.batch_output),
             "custom": custom(spec),
         }

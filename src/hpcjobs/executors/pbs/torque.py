@@ -24,6 +24,7 @@ from ...final_status import Cause
 from ...spec import JobSpec
 from ...state import JobState
 from ..batch import JobDir, NativeStatus
+from ..batch.script import one_account
 from .directives import queue
 from .commands import pbs_exec_bin
 from .executor import PBSConfig, PBSJobExecutor
@@ -82,6 +83,10 @@ class TorqueJobExecutor(PBSJobExecutor):
 
     def _resources(self, spec: JobSpec) -> dict[str, Any]:
         return torque_resources(spec)
+
+    def _account_lines(self, spec: JobSpec) -> dict[str, Any]:
+        # Torque's qsub -P is a proxy user, not a project: one account line only
+        return {"account": one_account(spec, "Torque"), "project": None}
 
     def _submit_command(self, job_dir: JobDir) -> list[str]:
         # -o/-j on the command line too: Slurm's qsub wrapper passes sbatch its own

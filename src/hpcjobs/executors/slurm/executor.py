@@ -24,7 +24,8 @@ from ...state import JobState
 from ..batch import BatchSchedulerExecutor, JobDir, NativeStatus
 from ..batch.arrays import ArrayDir
 from ..batch.native import local_time
-from ..batch.script import custom_attributes, directive_value, safe_job_name, walltime
+from ..batch.script import (custom_attributes, directive_value, one_account, safe_job_name,
+                            walltime)
 
 __all__ = ["SlurmJobExecutor", "SLURM_STATES"]
 
@@ -102,7 +103,8 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
     def _validate(self, spec: JobSpec) -> None:
         super()._validate(spec)
         self._custom(spec)  # every check that needs no scheduler, before submitting
-        for field in ("queue_name", "project_name", "reservation_id"):
+        one_account(spec, "Slurm")
+        for field in ("queue_name", "reservation_id"):
             value = getattr(spec.attributes, field)
             if value is not None:
                 directive_value(f"JobAttributes.{field}", value)
@@ -122,7 +124,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
             "exclusive": res.exclusive_node_use,
             "time": walltime(attrs.duration),  # Slurm rounds up to minutes
             "partition": attrs.queue_name,
-            "account": attrs.project_name,
+            "account": one_account(spec, "Slurm"),
             "reservation": attrs.reservation_id,
             "export_none": not spec.inherit_environment,
             "custom": self._custom(spec),
