@@ -69,7 +69,9 @@ class BatchSchedulerExecutor(BatchMonitor):
                         if self.config.burst_window > 0 and self.array_variables else None)
 
     # ===================================================================== the API
-    def submit(self, job: Job) -> None:
+    def submit(self, job: Job, hold: bool = False) -> None:
+        if hold:
+            raise NotImplementedError(f"the {self.name} executor cannot hold jobs yet")
         staged = self._stage(job)
         self._submit_staged([staged])
         if staged.error is not None:

@@ -30,6 +30,8 @@ _NATIVE_STATE = {"submit": "NEW", "validate": "DEPEND", "depend": "PRIORITY",
                  "finish": "CLEANUP", "clean": "INACTIVE"}
 #: the scheduler annotations (RFC 27 ``sched.*``) that become status metadata
 _SCHED_KEYS = ("t_estimate", "reason_pending", "jobs_ahead", "resource_summary", "queue")
+#: what a held job waits for: urgency 0 (flux-job(1) "urgency": hold), Flux's own words
+HELD_REASON = "held (urgency 0)"
 # how the notes of the exceptions that fail a job in its shell's init, before any task
 # starts, begin: cwd.lua's, and the shell's input plugin's for a stdin it cannot open
 # (flux-core 0.88 src/shell/input.c). The shell's end then (its exit, or Flux's SIGTERM
@@ -94,6 +96,8 @@ class JobEvents:
             self.metadata["native_state"] = _NATIVE_STATE[name]
         if "annotations" in context and name in ("annotations", "alloc"):
             self._annotate(context["annotations"])
+        if name in ("submit", "urgency") and "urgency" in context:
+            self._urgency(context["urgency"])
         if name == "submit":
             return Update(JobStatus(JobState.QUEUED, timestamp, metadata=self.metadata))
         if name == "alloc":
@@ -132,6 +136,17 @@ class JobEvents:
             self.metadata["annotations"] = dict(annotations)
         else:
             self.metadata.pop("annotations", None)
+        self._urgency(0 if self.metadata.get("held") else None)
+
+    def _urgency(self, urgency: int | None) -> None:
+        """A held job (urgency 0) says so, with a reason where the scheduler gives none;
+        ``None``: the urgency did not change."""
+        if urgency == 0:
+            self.metadata["held"] = True
+            self.metadata.setdefault("reason_pending", HELD_REASON)
+        elif urgency is not None and self.metadata.pop("held", None):
+            if self.metadata.get("reason_pending") == HELD_REASON:
+                del self.metadata["reason_pending"]
 
     def _exception(self, context: Mapping[str, Any]) -> None:
         etype, note = context.get("type", ""), context.get("note", "")

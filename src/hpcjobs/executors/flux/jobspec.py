@@ -20,7 +20,7 @@ from ...errors import InvalidJobException
 from ...launchers.base import Launcher, job_argv
 from ...spec import JobSpec
 
-__all__ = ["FluxSubmission", "build_jobspec"]
+__all__ = ["FluxSubmission", "build_jobspec", "release_urgency"]
 
 #: flux-core's urgency range (flux-submit(1) --urgency): 0 holds, 31 expedites
 _URGENCY = range(32)
@@ -158,6 +158,13 @@ def _set_stdio(js: Any, spec: JobSpec, cwd: str) -> None:
         # the shell copies stderr into the stdout file unless told otherwise
         # (flux.job.JobspecV1.from_command docs); PSI/J keeps the streams apart
         js.setattr_shell_option("output.stderr.type", "kvs")
+
+
+def release_urgency(spec: JobSpec | None) -> int:
+    """The urgency a released job gets: the spec's ``flux.urgency`` unless that is
+    the hold itself (0), else Flux's default."""
+    value = None if spec is None else spec.attributes.get_custom_attribute("flux.urgency")
+    return value if type(value) is int and value in _URGENCY and value else _DEFAULT_URGENCY
 
 
 def _apply_custom(js: Any, custom: dict[str, Any]) -> int:

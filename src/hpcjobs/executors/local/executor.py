@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any, List, Mapping, Optional, Union
 
 from ...environment import expand, job_environment
-from ...errors import SubmitException
+from ...errors import InvalidJobStateError, SubmitException
 from ...executor import JobExecutor, JobExecutorConfig
 from ...job import Job
 from ...launchers.base import job_argv
 from ...spec import JobSpec
 from ...state import JobState, JobStatus
-from .journal import Journal, final_status
+from .journal import HELD_REASON, Journal, cancelled_while_held, final_status
 from .link import NannyLink
 from .watcher import Watcher
 
@@ -34,6 +34,8 @@ __all__ = ["LocalJobExecutor", "LocalJobExecutorConfig"]
 
 log = logging.getLogger(__name__)
 
+#: the status metadata of a held job
+_HELD = {"held": True, "reason_pending": HELD_REASON}
 #: set for launcher scripts only: where they may keep per-job files (the node file)
 JOB_DIR_VARIABLE = "HPCJOBS_JOB_DIR"
 
@@ -94,7 +96,7 @@ class LocalJobExecutor(JobExecutor):
         self._threads_finalizer = weakref.finalize(self, self._threads.stop)
 
     # -- the API ------------------------------------------------------------------------
-    def submit(self, job: Job) -> None:
+    def submit(self, job: Job, hold: bool = False) -> None:
         with self._submission(job) as spec:
             link = self._link()
             native_id = f"{link.token}-{next(self._seq)}"
@@ -109,7 +111,7 @@ class LocalJobExecutor(JobExecutor):
                 self._stage_in_then_spawn(job, native_id, spec, link, request)
                 return
             try:
-                link.spawn(native_id, *request)
+                link.spawn(native_id, *request, held=hold)
             except OSError as e:
                 # the journal keeps the id: attach reports it FAILED, never started
                 with self._lock:
@@ -117,8 +119,30 @@ class LocalJobExecutor(JobExecutor):
                 raise SubmitException(f"the local job nanny (pid {link.pid}) is gone", e,
                                       transient=True) from e
             job.bind(self, native_id)
-        log.debug("job %s submitted as local job %s", job.id, native_id)
-        self._set_job_status(job, JobStatus(JobState.QUEUED))
+        log.debug("job %s submitted as local job %s%s", job.id, native_id,
+                  " (held)" if hold else "")
+        self._set_job_status(job, JobStatus(JobState.QUEUED, metadata=dict(_HELD) if hold else None))
+
+    def _hold_job(self, job: Job) -> None:
+        # a local job starts as soon as its nanny has it: only one submitted held waits
+        if not (job.status.metadata or {}).get("held"):
+            raise InvalidJobStateError(
+                f"job {job.id} (local job {job.native_id}) is starting: a local job starts "
+                "as soon as it is submitted; submit it with hold=True to hold it")
+
+    def _release_job(self, job: Job) -> None:
+        native_id = job.native_id
+        assert native_id is not None
+        link = self._threads.link
+        if link is None or not link.alive or not native_id.startswith(link.token + "-"):
+            raise InvalidJobStateError(
+                f"job {job.id} (local job {native_id}) can only be released by the executor "
+                "that submitted it (its nanny takes requests from that executor only)")
+        try:
+            link.release(native_id)
+        except OSError as e:
+            raise SubmitException(f"the local job nanny (pid {link.pid}) is gone", e,
+                                  transient=True) from e
 
     def cancel(self, job: Job) -> None:
         native_id = job.native_id
@@ -149,7 +173,8 @@ class LocalJobExecutor(JobExecutor):
                 current = followers[0].status
         if followers is not None:
             if current.state is not JobState.NEW:
-                self._set_job_status(job, JobStatus(current.state, current.time))
+                self._set_job_status(job, JobStatus(current.state, current.time,
+                                                    metadata=current.metadata))
             return
         obs = self._get_journal().inspect(native_id)
         if obs.status is not None:
@@ -157,7 +182,8 @@ class LocalJobExecutor(JobExecutor):
             return
         with self._lock:
             self._jobs.setdefault(native_id, []).append(job)
-        self._set_job_status(job, JobStatus(JobState.ACTIVE if obs.pid else JobState.QUEUED))
+        self._set_job_status(job, JobStatus(JobState.ACTIVE if obs.pid else JobState.QUEUED,
+                                            metadata=dict(_HELD) if obs.held else None))
         self._get_watcher().watch(native_id)
 
     # -- staging ------------------------------------------------------------------------
@@ -277,6 +303,8 @@ class LocalJobExecutor(JobExecutor):
             self._report(native_id, final_status(event[2], event[3], event[4]), ran=True)
         elif kind == "E":
             self._report(native_id, JobStatus(JobState.FAILED, message=event[2]))
+        elif kind == "C":
+            self._report(native_id, cancelled_while_held(event[2], asked=True))
 
     def _report(self, native_id: str, status: JobStatus, ran: bool = False) -> None:
         staged = None
