@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, List, Mapping, Optional, Sequence, Union
 
 from ... import external
-from ...errors import BulkSubmitException, CommandError, SubmitException
+from ...errors import BulkSubmitException, CommandError, InvalidJobStateError, SubmitException
 from ...executor import JobExecutorConfig
 from ...job import Job
 from ...launchers.base import job_argv
@@ -70,10 +70,13 @@ class BatchSchedulerExecutor(BatchMonitor):
 
     # ===================================================================== the API
     def submit(self, job: Job, hold: bool = False) -> None:
-        if hold:
-            raise NotImplementedError(f"the {self.name} executor cannot hold jobs yet")
+        if hold and self.hold_submit_option is None:
+            raise NotImplementedError(f"the {self.name} executor cannot hold jobs")
         staged = self._stage(job)
-        self._submit_staged([staged])
+        if hold:
+            self._submit_held(staged)
+        else:
+            self._submit_staged([staged])
         if staged.error is not None:
             raise staged.error
 
@@ -144,7 +147,7 @@ class BatchSchedulerExecutor(BatchMonitor):
                 if not item.done:
                     self._reject(item, SubmitException(f"job {item.job.id} was not submitted"))
 
-    def _send_alone(self, item: Staged) -> None:
+    def _send_alone(self, item: Staged, hold: bool = False) -> None:
         try:
             item.job_dir = self._new_job_dir(item.job.id)
         except OSError as e:
@@ -156,8 +159,10 @@ class BatchSchedulerExecutor(BatchMonitor):
                 item.job_dir.write_environment(self._capture_environment())
             else:
                 item.job_dir.drop_environment()
-            native_id = self._run_submit(item.job_dir, self._submit_command(item.job_dir),
-                                         meanwhile=self._make_spare)
+            argv = self._submit_command(item.job_dir)
+            if hold:  # (after the program: an option, before the script)
+                argv = [argv[0], str(self.hold_submit_option), *argv[1:]]
+            native_id = self._run_submit(item.job_dir, argv, meanwhile=self._make_spare)
         except BaseException as e:
             item.job_dir.remove()
             if not isinstance(e, Exception):
@@ -278,6 +283,88 @@ class BatchSchedulerExecutor(BatchMonitor):
         with self._lock:
             self._submitting.discard(item.job_dir.path.name)
         item.job.bind(None, None)
+
+    # ===================================================================== hold and release
+    #: the submit command's option that queues a job held (None: this backend cannot)
+    hold_submit_option: Optional[str] = None
+    #: what the hold/release command prints for a job that is running (it refuses)
+    running_errors: tuple[str, ...] = ()
+
+    def _hold_command(self, native_id: str) -> list[str]:
+        """The command that holds a queued job (psij-python's pull request 521 calls
+        this hook ``get_hold_command``)."""
+        raise NotImplementedError(f"the {self.name} executor cannot hold jobs")
+
+    def _release_command(self, native_id: str) -> list[str]:
+        """The command that releases a held job (``get_release_command`` there)."""
+        raise NotImplementedError(f"the {self.name} executor cannot release jobs")
+
+    def _submit_held(self, item: Staged) -> None:
+        """Submit a job held: alone, never in an array (the hold is the submit
+        command's option), then its status says held at once."""
+        try:
+            self._send_alone(item, hold=True)
+        finally:
+            if not item.done:  # (an interruption) never leave the job claimed
+                self._reject(item, SubmitException(f"job {item.job.id} was not submitted"))
+        if item.error is None:
+            self._note_held(item.job, True)
+
+    def _hold_job(self, job: Job) -> None:
+        native_id = job.native_id
+        assert native_id is not None
+        self._control(job, self._hold_command(native_id), "held")
+        # Slurm and OpenPBS take a hold of a job that has just started (and keep it
+        # for a requeue): ask, and undo it rather than say the job is held
+        try:
+            now = self._query_status([native_id]).get(native_id)
+        except CommandError as e:
+            log.info("job %s (%s job %s): held; its state not checked: %s", job.id,
+                     self.name, native_id, e)
+            now = None
+        if now is not None and now.state is not JobState.QUEUED:
+            try:
+                external.run(self._release_command(native_id),
+                             timeout=self.config.command_timeout)
+            except CommandError as e:
+                log.info("job %s (%s job %s): its hold was not undone: %s", job.id,
+                         self.name, native_id, e)
+            self._poke(native_id)
+            raise InvalidJobStateError(
+                f"job {job.id} ({self.name} job {native_id}) has started ({self.name} state "
+                f"{now.native_state}): only a queued job can be held")
+
+    def _release_job(self, job: Job) -> None:
+        native_id = job.native_id
+        assert native_id is not None
+        self._control(job, self._release_command(native_id), "released")
+
+    def _control(self, job: Job, argv: list[str], what: str) -> None:
+        """Run a hold or release command: InvalidJobStateError when the scheduler says
+        the job has ended or runs, SubmitException for other trouble; then the monitor
+        asks about the job soon (its reason changes)."""
+        native_id = str(job.native_id)
+        try:
+            external.run(argv, timeout=self.config.command_timeout)
+        except CommandError as e:
+            words = (e.stderr or e.stdout).strip()
+            if e.returncode is not None and self._says(e, self.ended_errors + self.running_errors):
+                self._poke(native_id)
+                raise InvalidJobStateError(
+                    f"job {job.id} ({self.name} job {native_id}) cannot be {what}: {words} "
+                    "(only a queued job can be)", e) from None
+            raise SubmitException(f"job {job.id} ({self.name} job {native_id}) was not "
+                                  f"{what}", e, transient=e.returncode is None) from e
+        log.info("job %s (%s job %s): %s", job.id, self.name, native_id, what)
+        self._poke(native_id)
+
+    def _poke(self, native_id: str) -> None:
+        """Have the monitor ask about ``native_id`` soon."""
+        with self._lock:
+            tracked = self._tracked.get(native_id)
+            wake = tracked is not None and self._calendar.schedule(tracked, 0.5, pressing=True)
+        if wake:
+            self._monitor.poke()
 
     def _change_notes(self) -> ChangeNotes:
         with self._lock:

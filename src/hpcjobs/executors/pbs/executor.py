@@ -179,6 +179,15 @@ class PBSJobExecutor(BatchSchedulerExecutor):
     def _cancel_command(self, native_id: str) -> list[str]:
         return self._command("qdel", native_id)
 
+    # -- hold and release (qhold(1B), qrls(1B), qsub -h: a user hold) ---------------------
+    hold_submit_option = "-h"
+
+    def _hold_command(self, native_id: str) -> list[str]:
+        return self._command("qhold", native_id)
+
+    def _release_command(self, native_id: str) -> list[str]:
+        return self._command("qrls", native_id)
+
     # -- status -------------------------------------------------------------------------
     def _records(self, native_ids: Sequence[str]) -> dict[str, Any]:
         """``qstat -f -F json -t -x <ids>`` (no ids: every live job, without -x), an

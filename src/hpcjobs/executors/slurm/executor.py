@@ -78,6 +78,8 @@ _RESERVED = {option: f"hpcjobs sets --{option} itself" for option in (
     "output", "error", "input", "parsable", "wrap", "array", "wait", "chdir", "export-file",
     "test-only", "help", "usage", "version")}
 _REASON_NONE = {"None", "", "(null)"}
+#: the pending reasons of a held job (squeue(1) "JOB REASON CODES")
+_HELD = {"JobHeldUser", "JobHeldAdmin"}
 _MAY_NOT_HAVE_RUN = {"CANCELLED", "DEADLINE", "BOOT_FAIL", "REVOKED"}
 # Slurm's defaults for what _slurm_config reads
 _CONFIG_DEFAULTS = {"MinJobAge": 300.0, "KillWait": 30.0, "MaxArraySize": 1001.0}
@@ -191,6 +193,16 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
     def _cancel_command(self, native_id: str) -> list[str]:
         return ["scancel", native_id]
 
+    # -- hold and release (scontrol(1) hold, release; sbatch(1) --hold) -----------------
+    hold_submit_option = "--hold"
+    ended_errors = ("Job has already finished",)
+
+    def _hold_command(self, native_id: str) -> list[str]:
+        return ["scontrol", "hold", native_id]
+
+    def _release_command(self, native_id: str) -> list[str]:
+        return ["scontrol", "release", native_id]
+
     # -- status -------------------------------------------------------------------------
     # squeue given more than one job id loads every job of the cluster and matches each
     # against each id (squeue.c asks the controller for one job, or one user's jobs, by
@@ -235,6 +247,8 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
         ns = _native(native_id, state, reason, exit_code)
         if ns.state is JobState.QUEUED:
             ns.waiting(None if reason in _REASON_NONE else reason, _timestamp(start))
+            if reason in _HELD:
+                ns.metadata["held"] = True
         elif nodes and nodes not in _REASON_NONE:
             ns.metadata["nodes"] = nodes
         return ns
