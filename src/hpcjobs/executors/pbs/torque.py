@@ -205,6 +205,9 @@ def torque_native(native_id: str, job: dict[str, str]) -> NativeStatus:
     ns = NativeStatus(native_id, letter, TORQUE_STATES.get(letter))
     if "exec_host" in job:
         ns.metadata["nodes"] = job["exec_host"]
+    if letter == "H":  # (Slurm's wrappers show a held job as Q: only hold() says held)
+        ns.metadata["held"] = True
+        ns.waiting(f"held (Hold_Types {job.get('Hold_Types', '?')})", None)
     if letter != "C":
         return ns
     # Torque's comp_time is in seconds since the epoch (the wrappers have none)
