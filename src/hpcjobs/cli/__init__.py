@@ -115,9 +115,14 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "run":
             p.add_argument("--timeout", type=_seconds, metavar="SECONDS",
                            help="stop waiting after this long (jobs keep running)")
+        else:
+            p.add_argument("--hold", action="store_true",
+                           help="queue the jobs held: they start after 'hpcjobs release'")
     for name, func, help_text in (
             ("status", commands.status, "print the status of jobs by native id"),
-            ("cancel", commands.cancel, "cancel jobs by native id and wait for their end")):
+            ("cancel", commands.cancel, "cancel jobs by native id and wait for their end"),
+            ("hold", commands.hold, "hold queued jobs by native id"),
+            ("release", commands.release, "release held jobs by native id")):
         p = sub.add_parser(name, parents=[common], help=help_text, description=help_text)
         p.add_argument("ids", nargs="+", metavar="ID", help="native id")
         p.add_argument("--timeout", type=_seconds, default=30.0, metavar="SECONDS",
