@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcjobs import Job, JobExecutor, JobSpec, JobState
+from hpcjobs import Job, JobAttributes, JobExecutor, JobSpec, JobState
 from hpcjobs.errors import InvalidJobStateError
 
 from pbs_helpers import WAIT, qstat, running_blocker, wait_until
@@ -68,6 +68,18 @@ def test_a_running_job_refuses_hold(executor: JobExecutor) -> None:
         executor.hold(job)
     with pytest.raises(InvalidJobStateError, match="pbs state R"):
         executor._hold_job(job)  # type: ignore[attr-defined]
+    job.cancel()
+    end = job.wait(timeout=WAIT)
+    assert end is not None and end.state is JobState.CANCELED
+
+
+def test_account_and_project_reach_pbs_as_two_fields(executor: JobExecutor) -> None:
+    """-A and -P (docs/decisions.md): the server keeps both; held, so it never runs."""
+    job = Job(JobSpec("/bin/true", attributes=JobAttributes(account="acct-1",
+                                                            project_name="proj-1")))
+    executor.submit(job, hold=True)
+    record = qstat(str(job.native_id))
+    assert (record["Account_Name"], record["project"]) == ("acct-1", "proj-1")
     job.cancel()
     end = job.wait(timeout=WAIT)
     assert end is not None and end.state is JobState.CANCELED
