@@ -143,9 +143,9 @@ def spec_from_psij(d: Dict[str, Any]) -> JobSpec:
     _known("", d, SPEC_FIELDS)
     kwargs: Dict[str, Any] = {}
     for name in SPEC_FIELDS:
-        if name not in d:
+        value = d.get(name)
+        if value is None:  # (psij-python writes no nulls; a hand-written one is unset)
             continue
-        value = d[name]
         if name in _STRINGS:
             kwargs[name] = _typed(name, value, str)
         elif name == "inherit_environment":
