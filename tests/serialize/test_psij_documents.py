@@ -198,6 +198,51 @@ def test_any_spec_psij_python_writes_loads_here_and_back(their: Any) -> None:
     assert theirs().dumps(again) == text  # psij-python writes it as it did
 
 
+@st.composite
+def our_specs(draw: Any) -> JobSpec:
+    """hpcjobs specs within what psij-python's format carries: one of account and
+    project_name, whole seconds, str/int/bool custom values."""
+    res = None
+    if draw(st.booleans()):
+        res = ResourceSpecV1(exclusive_node_use=draw(st.booleans()))
+        for name in ("node_count", "process_count", "processes_per_node",
+                     "cpu_cores_per_process", "gpu_cores_per_process", "memory"):
+            setattr(res, name, draw(counts))  # any counts: they load as saved
+    who = draw(st.sampled_from(["account", "project_name", None]))
+    billing = {who: draw(words)} if who else {}
+    return JobSpec(
+        draw(paths), draw(st.none() | st.lists(words, max_size=4)),
+        directory=draw(st.none() | paths), name=draw(st.none() | words),
+        inherit_environment=draw(st.booleans()),
+        environment=draw(st.none() | st.dictionaries(
+            st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True), words, max_size=3)),
+        stdin_path=draw(st.none() | paths), stdout_path=draw(st.none() | paths),
+        stderr_path=draw(st.none() | paths), resources=res,
+        attributes=JobAttributes(
+            duration=timedelta(seconds=draw(st.integers(min_value=0, max_value=10**9))),
+            queue_name=draw(st.none() | words), reservation_id=draw(st.none() | words),
+            custom_attributes=draw(st.none() | st.dictionaries(words, custom_values,
+                                                                max_size=3)),
+            **billing),
+        pre_launch=draw(st.none() | paths), post_launch=draw(st.none() | paths),
+        launcher=draw(st.none() | words))
+
+
+@settings(max_examples=150, deadline=None)
+@given(our_specs())
+def test_any_spec_we_write_loads_in_psij_python_and_back(ours: JobSpec) -> None:
+    their = theirs().loads(JSONSerializer().dumps(ours))
+    if ours.name is None:  # psij-python names a job after its executable
+        assert their.name == ours.executable
+        ours.name = ours.executable
+    back = loads(theirs().dumps(their))
+    assert isinstance(back, JobSpec)
+    if ours.attributes.project_name is not None:  # psij-python's only field is its account
+        assert their.attributes.account == back.attributes.account == ours.attributes.project_name
+        back.attributes.project_name, back.attributes.account = back.attributes.account, None
+    assert back == ours
+
+
 @pytest.mark.parametrize("spec, field", [
     (JobSpec("/x", attributes=JobAttributes(account="a", project_name="p")),
      "attributes.project_name: psij-python's format has one field"),
