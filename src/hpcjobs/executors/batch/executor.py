@@ -287,8 +287,6 @@ class BatchSchedulerExecutor(BatchMonitor):
     # ===================================================================== hold and release
     #: the submit command's option that queues a job held (None: this backend cannot)
     hold_submit_option: Optional[str] = None
-    #: what the hold/release command prints for a job that is running (it refuses)
-    running_errors: tuple[str, ...] = ()
 
     def _hold_command(self, native_id: str) -> list[str]:
         """The command that holds a queued job (psij-python's pull request 521 calls
@@ -341,14 +339,14 @@ class BatchSchedulerExecutor(BatchMonitor):
 
     def _control(self, job: Job, argv: list[str], what: str) -> None:
         """Run a hold or release command: InvalidJobStateError when the scheduler says
-        the job has ended or runs, SubmitException for other trouble; then the monitor
-        asks about the job soon (its reason changes)."""
+        the job has ended (``ended_errors``), SubmitException for other trouble; then the
+        monitor asks about the job soon (its reason changes)."""
         native_id = str(job.native_id)
         try:
             external.run(argv, timeout=self.config.command_timeout)
         except CommandError as e:
             words = (e.stderr or e.stdout).strip()
-            if e.returncode is not None and self._says(e, self.ended_errors + self.running_errors):
+            if e.returncode is not None and self._says(e, self.ended_errors):
                 self._poke(native_id)
                 raise InvalidJobStateError(
                     f"job {job.id} ({self.name} job {native_id}) cannot be {what}: {words} "
