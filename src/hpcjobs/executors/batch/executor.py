@@ -31,6 +31,7 @@ from .jobdir import JobDir, exports
 from .monitor import BatchMonitor, _Tracked
 from .query_calendar import QueryCalendar
 from .script import Expandable, render
+from .user_script import UserScript
 
 __all__ = ["BatchSchedulerExecutor"]
 
@@ -113,7 +114,9 @@ class BatchSchedulerExecutor(BatchMonitor):
             raise
         with self._lock:  # its notes may come before the submit command returns
             self._submitting.add(name)
-        per_job = self.per_job_directives if self.array_variables is not None else None
+        # (a user's script goes alone: it is its own, whole job)
+        per_job = (self.per_job_directives if self.array_variables is not None
+                   and "user_script" not in directives else None)
         return Staged(job, job_dir, script, directives, per_job)
 
     def _submit_staged(self, items: Sequence[Staged]) -> None:
@@ -440,15 +443,22 @@ class BatchSchedulerExecutor(BatchMonitor):
 
     def _render(self, spec: JobSpec, job_dir: JobDir, directives: dict[str, Any],
                 notes: Optional[Path]) -> str:
-        return render(self.template, {**directives, **self._body(spec, job_dir, notes)})
+        body = self._body(spec, job_dir, notes, directives.get("user_script"))
+        return render(self.template, {**directives, **body})
 
     def _captures_environment(self, spec: Optional[JobSpec]) -> bool:
         return spec is not None and spec.inherit_environment and not self.exports_environment
 
-    def _body(self, spec: JobSpec, job_dir: JobDir, notes: Optional[Path]) -> dict[str, Any]:
+    def _body(self, spec: JobSpec, job_dir: JobDir, notes: Optional[Path],
+              script: Optional[UserScript] = None) -> dict[str, Any]:
         """The template context of the shared script body (batch/batch_body.mustache);
-        ``notes``: the directory the script notes each change in (changes.py)."""
+        ``notes``: the directory the script notes each change in (changes.py);
+        ``script``: a user's batch script, whose copy the job runs (user_script.py)."""
         argv = job_argv(spec)
+        copy = None
+        if script is not None:
+            copy = {"text": script.text, "path": str(job_dir.path / "user-script")}
+            argv[0] = copy["path"]
         argv[1:] = [Expandable(a) for a in argv[1:]]  # ${NAME} in arguments: the spec's rule
         launch = self._launcher(spec).get_launch_command(spec, argv)
         directory = os.path.expanduser(spec.directory) if spec.directory else None
@@ -465,6 +475,7 @@ class BatchSchedulerExecutor(BatchMonitor):
             "stdout": _stream(spec.stdout_path),
             "stderr": _stream(spec.stderr_path),
             "dispatch": None,  # (an array's dispatcher script, see _send_array)
+            "script_copy": copy,
         }
 
     def _submitted_anyway(self, job_dir: JobDir, error: CommandError) -> Optional[str]:

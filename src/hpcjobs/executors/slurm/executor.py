@@ -24,6 +24,7 @@ from ...state import JobState
 from ..batch import BatchSchedulerExecutor, JobDir, NativeStatus
 from ..batch.arrays import ArrayDir
 from ..batch.native import local_time
+from ..batch.user_script import read_user_script, silent_only, words
 from ..batch.script import (custom_attributes, directive_value, one_account, safe_job_name,
                             walltime)
 
@@ -80,6 +81,19 @@ _RESERVED = {option: f"hpcjobs sets --{option} itself" for option in (
 _REASON_NONE = {"None", "", "(null)"}
 #: the pending reasons of a held job (squeue(1) "JOB REASON CODES")
 _HELD = {"JobHeldUser", "JobHeldAdmin"}
+#: the sbatch options each template key sets (user_script.silent_only), and its short options
+_OPTIONS_OF = {"job_name": ("job-name",), "ntasks": ("ntasks",), "nodes": ("nodes",),
+               "ntasks_per_node": ("ntasks-per-node",), "cpus_per_task": ("cpus-per-task",),
+               "gpus_per_task": ("gpus-per-task",),
+               "memory": ("mem", "mem-per-cpu", "mem-per-gpu"), "exclusive": ("exclusive",),
+               "time": ("time",), "partition": ("partition",), "account": ("account",),
+               "reservation": ("reservation",), "export_none": ("export",)}
+_RESOURCES = frozenset({"ntasks", "nodes", "ntasks_per_node", "cpus_per_task", "gpus_per_task",
+                        "memory", "exclusive"})
+_SHORT = {"J": "job-name", "n": "ntasks", "N": "nodes", "c": "cpus-per-task", "t": "time",
+          "p": "partition", "A": "account", "o": "output", "e": "error", "D": "chdir",
+          "H": "hold", "a": "array", "G": "gpus", "q": "qos", "C": "constraint",
+          "d": "dependency", "w": "nodelist", "x": "exclude", "i": "input"}
 _MAY_NOT_HAVE_RUN = {"CANCELLED", "DEADLINE", "BOOT_FAIL", "REVOKED"}
 # Slurm's defaults for what _slurm_config reads
 _CONFIG_DEFAULTS = {"MinJobAge": 300.0, "KillWait": 30.0, "MaxArraySize": 1001.0}
@@ -98,6 +112,12 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
                         "Resource temporarily unavailable",
                         "Zero Bytes were transmitted or received")
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: the job directories of users' scripts that name their output: sbatch gets no
+        #: --output of ours (its command line would win over the script's line)
+        self._own_output: set[str] = set()
+
     # -- the script ---------------------------------------------------------------------
     unusable_in_paths = (re.compile(r"\\"),
                          "sbatch drops backslashes from --output paths (its filename patterns)")
@@ -114,7 +134,7 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
     def _directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
         res = spec.resources_v1
         attrs = spec.attributes
-        return {
+        ours: dict[str, Any] = {
             "job_name": safe_job_name(spec, 128),
             "ntasks": res.computed_process_count,
             "nodes": res.requested_node_count,
@@ -131,6 +151,15 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
             "export_none": not spec.inherit_environment,
             "custom": self._custom(spec),
         }
+        script = read_user_script(spec, "#SBATCH")
+        if script is None:
+            return silent_only(ours, None, spec, set(), _OPTIONS_OF, _RESOURCES, "time")
+        theirs = _sbatch_options(script.directives)
+        if "output" in theirs:  # then the script's, not our --output on sbatch's command line
+            self._own_output.add(job_dir.path.name)
+        ours["custom"] = [c for c in ours["custom"] if c["option"] not in theirs]
+        return {**silent_only(ours, script, spec, theirs, _OPTIONS_OF, _RESOURCES, "time"),
+                "user_script": script}
 
     @staticmethod
     def _custom(spec: JobSpec) -> list[dict[str, Optional[str]]]:
@@ -147,6 +176,9 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
         return out
 
     def _submit_command(self, job_dir: JobDir) -> list[str]:
+        if job_dir.path.name in self._own_output:  # a user's script that names its output
+            self._own_output.discard(job_dir.path.name)
+            return ["sbatch", "--parsable", str(job_dir.script)]
         # --output names our file; '%' would be one of sbatch's filename patterns
         output = str(job_dir.batch_output).replace("%", "%%")
         return ["sbatch", "--parsable", f"--output={output}", str(job_dir.script)]
@@ -393,6 +425,18 @@ def _native(native_id: str, state: str, reason: str, exit_code: Optional[int]) -
     # the executor adds the exit status it settles on (Slurm's, or the script's record)
     ns.message = f"{why} ({detail})" if why else detail
     return ns
+
+
+def _sbatch_options(directives: Sequence[str]) -> set[str]:
+    """The long names of the sbatch options ``#SBATCH`` lines set."""
+    names = set()
+    for line in directives:
+        for word in words(line, "#SBATCH"):
+            if word.startswith("--"):
+                names.add(word[2:].split("=", 1)[0])
+            elif word.startswith("-") and len(word) > 1:
+                names.add(_SHORT.get(word[1], word[1]))
+    return names
 
 
 def _user(uid: str) -> str:
