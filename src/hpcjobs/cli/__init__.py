@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--pre-launch", metavar="SCRIPT", help="sourced before the job")
     g.add_argument("--post-launch", metavar="SCRIPT", help="sourced after the job")
     g.add_argument("--launcher", metavar="NAME", help="single (default), multiple, mpirun, srun")
+    g.add_argument("--batch-script", action="store_true",
+                   help="EXECUTABLE is a batch script of yours: its #SBATCH/#PBS lines are "
+                        "kept, the options here only add what they leave unset")
     g = job.add_argument_group("resources")
     g.add_argument("-N", "--nodes", type=int, metavar="N")
     g.add_argument("-n", "--processes", type=int, metavar="N")

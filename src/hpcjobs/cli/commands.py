@@ -54,7 +54,9 @@ def run(ns: argparse.Namespace) -> int:
     with _executor(ns) as ex:
         if progress is not None:
             ex.set_job_status_callback(progress)
-        captured = _capture_streams(spec, ex) if len(jobs) == 1 and not ns.json else None
+        # (a batch script of the user's says itself where its output goes)
+        captured = (_capture_streams(spec, ex)
+                    if len(jobs) == 1 and not ns.json and not ns.batch_script else None)
         _submit_all(ex, jobs)
         try:
             finished = _wait_all(jobs, ns.timeout)

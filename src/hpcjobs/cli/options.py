@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import plugins, serialize
+from ..executors.batch.user_script import SCRIPT_ATTRIBUTE
 from ..attributes import JobAttributes
 from ..job import Job
 from ..spec import JobSpec
@@ -157,6 +158,10 @@ def build_spec(ns: argparse.Namespace) -> JobSpec:
             setattr(attributes, field, getattr(ns, option))
     for key, value in [*ns.attr, *ns.attr_json]:
         attributes.set_custom_attribute(key, value)
+    if ns.batch_script:
+        if spec.executable is not None:  # read at submit, maybe elsewhere: made absolute
+            spec.executable = str(_path(spec.executable))
+        attributes.set_custom_attribute(SCRIPT_ATTRIBUTE, True)
     return spec
 
 

@@ -19,11 +19,13 @@ from pathlib import Path
 from typing import Any, ClassVar, Mapping, Optional, Sequence, Union
 
 from ... import external
+from ...errors import InvalidJobException
 from ...executor import JobExecutorConfig
 from ...spec import JobSpec
 from ..batch import BatchConfig, BatchSchedulerExecutor, JobDir, NativeStatus
 from ..batch.arrays import ArrayDir
 from ..batch.script import directive_value, safe_job_name, walltime
+from ..batch.user_script import read_user_script, silent_only, words
 from .commands import pbs_exec_bin
 from .directives import custom, pbs_resources
 from .status import loads, native
@@ -55,6 +57,35 @@ class PBSConfig(BatchConfig):
 
     bin_directory: Optional[Path] = None
     flavour: Optional[str] = None
+
+
+#: the qsub options each template key sets (user_script.silent_only): letters, and
+#: "l:<resource>" for -l; any resource of the user's replaces all of ours
+_USER_RESOURCES = ("l:select", "l:place", "l:nodes", "l:mem", "l:ncpus", "l:ngpus",
+                   "l:mpiprocs", "l:nodect", "n")
+_OPTIONS_OF = {"job_name": ("N",), "walltime": ("l:walltime",), "queue": ("q",),
+               "account": ("A",), "project": ("P",), "output": ("o",), "join": ("j",),
+               "direct_output": ("k",),
+               **{key: _USER_RESOURCES for key in ("select", "place", "nodes", "memory",
+                                                    "exclusive")}}
+_RESOURCES = frozenset({"select", "place", "nodes", "memory", "exclusive"})
+
+
+def qsub_options(directives: Sequence[str]) -> set[str]:
+    """The options ``#PBS`` lines set: letters; ``l:<name>`` for each -l resource and
+    ``W:<name>`` for each -W attribute."""
+    names: set[str] = set()
+    found = [w for line in directives for w in words(line, "#PBS")]
+    for i, word in enumerate(found):
+        if not word.startswith("-") or len(word) < 2:
+            continue
+        letter = word[1]
+        names.add(letter)
+        if letter in "lW":
+            value = word[2:] or (found[i + 1] if i + 1 < len(found) else "")
+            names.update(f"{letter}:{item.split('=', 1)[0].strip()}"
+                         for item in value.split(","))
+    return names
 
 
 class PBSJobExecutor(BatchSchedulerExecutor):
@@ -129,7 +160,7 @@ class PBSJobExecutor(BatchSchedulerExecutor):
 
     def _directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
         attrs = spec.attributes
-        return {
+        ours: dict[str, Any] = {
             # qsub refuses a longer one ("Job name is too long"): 230 is the longest the
             # real OpenPBS 23.06 takes, from the command line or a #PBS line (not the 236
             # of PBS_MAXJOBNAME)
@@ -140,8 +171,21 @@ class PBSJobExecutor(BatchSchedulerExecutor):
             "walltime": walltime(attrs.duration),
             **self._account_lines(spec),
             "output": str(job_dir.batch_output),
+            "join": True,
             "custom": custom(spec),
         }
+        script = read_user_script(spec, "#PBS")
+        if script is None:
+            return silent_only(ours, None, spec, set(), _OPTIONS_OF, _RESOURCES, "walltime")
+        if self.flavour != "openpbs":
+            raise InvalidJobException(
+                "JobSpec.executable (a batch script): Slurm's Torque-style qsub puts its own "
+                "-o/-e on the command line, over the script's lines: not supported")
+        theirs = qsub_options(script.directives)
+        ours["custom"] = [c for c in ours["custom"]
+                          if "W:" + c["attribute"].split("=", 1)[0] not in theirs]
+        return {**silent_only(ours, script, spec, theirs, _OPTIONS_OF, _RESOURCES, "walltime"),
+                "user_script": script}
 
     def _submit_command(self, job_dir: JobDir) -> list[str]:
         return self._command("qsub", str(job_dir.script))
