@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import plugins, serialize
-from ..executors.batch.user_script import SCRIPT_ATTRIBUTE
 from ..attributes import JobAttributes
 from ..job import Job
 from ..spec import JobSpec
@@ -159,6 +158,7 @@ def build_spec(ns: argparse.Namespace) -> JobSpec:
     for key, value in [*ns.attr, *ns.attr_json]:
         attributes.set_custom_attribute(key, value)
     if ns.batch_script:
+        from ..executors.batch.user_script import SCRIPT_ATTRIBUTE  # (the batch machinery)
         if spec.executable is not None:  # read at submit, maybe elsewhere: made absolute
             spec.executable = str(_path(spec.executable))
         attributes.set_custom_attribute(SCRIPT_ATTRIBUTE, True)
