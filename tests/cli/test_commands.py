@@ -290,6 +290,7 @@ def test_the_same_commands_drive_slurm(cli: Cli, tmp_path: Path) -> None:
     p = cli("cancel", "-x", "slurm", "--timeout", "120", native_id)
     assert p.returncode == 0, p.stderr
 
+
 def test_a_url_the_executor_cannot_serve_is_refused(cli: Cli, tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     p = cli("run", "--url", "ssh://login.example.org", "/usr/bin/touch", str(marker))
