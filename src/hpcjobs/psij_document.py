@@ -75,6 +75,11 @@ class PsijDocumentError(ValueError):
 # -- writing ----------------------------------------------------------------------------
 def spec_to_psij(spec: JobSpec) -> Dict[str, Any]:
     """``spec`` as psij-python's ``JSONSerializer`` would write it (a JSON-ready dict)."""
+    for name in ("stage_in", "stage_out", "cleanup"):
+        if getattr(spec, name):  # (psij-python's main branch has them: not written yet)
+            raise PsijDocumentError(
+                f"{name}: psij-python 0.9.11's format has no staging; write the hpcjobs "
+                "format")
     d: Dict[str, Any] = {}
     for name in SPEC_FIELDS:
         if name == "resources":

@@ -55,7 +55,8 @@ def test_a_job_submitted_held_starts_only_when_released(ex: LocalJobExecutor,
     end = job.wait(timeout=TIMEOUT)
     assert end is not None and end.state is JobState.FAILED and end.exit_code == 7
     assert mark.exists()
-    assert states == [JobState.QUEUED, JobState.ACTIVE, JobState.FAILED]
+    assert states == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
+                      JobState.STAGE_OUT, JobState.CLEANUP, JobState.FAILED]
     with pytest.raises(InvalidJobStateError, match="has ended"):
         ex.release(job)
 

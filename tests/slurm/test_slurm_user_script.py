@@ -35,7 +35,8 @@ exit 6
     executor.submit(job)
     end = job.wait(timeout=WAIT)
     assert end is not None and (end.state, end.exit_code) == (JobState.FAILED, 6)
-    assert [s.state for s in seen][-3:] == [JobState.QUEUED, JobState.ACTIVE, JobState.FAILED]
+    assert [s.state for s in seen] == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
+                                       JobState.STAGE_OUT, JobState.CLEANUP, JobState.FAILED]
     assert out.read_text(encoding="utf-8").splitlines() == [
         "name=users-own", "args=a b|$HOME", f"text={HOSTILE}", "bash=yes"]
     limit = subprocess.run(["scontrol", "show", "job", str(job.native_id)],
