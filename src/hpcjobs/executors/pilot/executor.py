@@ -93,7 +93,10 @@ class PilotJobExecutor(JobExecutor):
         """The pilot's batch job's status."""
         return self._allocation.job.status
 
-    def submit(self, job: Job) -> None:
+    def submit(self, job: Job, hold: bool = False) -> None:
+        if hold:
+            raise NotImplementedError("the pilot executor cannot hold jobs (yet: its Flux "
+                                      "instance can, by urgency)")
         with self._submission(job) as spec:
             self._fits(spec)
             with self._lock:
