@@ -109,6 +109,12 @@ def test_a_script_that_cannot_be_used_is_refused_naming_the_field(
         render("slurm", batch_script_spec("job.sh"))
 
 
+@pytest.mark.parametrize("backend, line", [("slurm", "#SBATCH -a 0-3"), ("pbs", "#PBS -J 0-3")])
+def test_an_array_script_is_refused(tmp_path: Path, backend: str, line: str) -> None:
+    with pytest.raises(InvalidJobException, match="makes many jobs"):
+        render(backend, batch_script_spec(script(tmp_path, f"#!/bin/sh\n{line}\ntrue\n")))
+
+
 def test_torque_refuses_a_users_script(tmp_path: Path) -> None:
     with pytest.raises(InvalidJobException, match="Torque-style qsub"):
         render("torque", batch_script_spec(script(tmp_path, "#!/bin/sh\ntrue\n")))

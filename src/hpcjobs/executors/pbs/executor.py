@@ -182,6 +182,10 @@ class PBSJobExecutor(BatchSchedulerExecutor):
                 "JobSpec.executable (a batch script): Slurm's Torque-style qsub puts its own "
                 "-o/-e on the command line, over the script's lines: not supported")
         theirs = qsub_options(script.directives)
+        if "J" in theirs:  # its subjobs would share one job's files: not one job
+            raise InvalidJobException(
+                "JobSpec.executable (a batch script): its #PBS -J makes many jobs; submit "
+                "one job per subjob (submit_many sends them as an array)")
         ours["custom"] = [c for c in ours["custom"]
                           if "W:" + c["attribute"].split("=", 1)[0] not in theirs]
         return {**silent_only(ours, script, spec, theirs, _OPTIONS_OF, _RESOURCES, "walltime"),

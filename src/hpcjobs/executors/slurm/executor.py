@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
 
 from ... import external
-from ...errors import CommandError
+from ...errors import CommandError, InvalidJobException
 from ...final_status import Cause, decode_wait_status
 from ...spec import JobSpec
 from ...state import JobState
@@ -155,6 +155,10 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
         if script is None:
             return silent_only(ours, None, spec, set(), _OPTIONS_OF, _RESOURCES, "time")
         theirs = _sbatch_options(script.directives)
+        if "array" in theirs:  # its tasks would share one job's files: not one job
+            raise InvalidJobException(
+                "JobSpec.executable (a batch script): its #SBATCH --array makes many jobs; "
+                "submit one job per task (submit_many sends them as an array)")
         if "output" in theirs:  # then the script's, not our --output on sbatch's command line
             self._own_output.add(job_dir.path.name)
         ours["custom"] = [c for c in ours["custom"] if c["option"] not in theirs]
