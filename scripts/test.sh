@@ -8,7 +8,7 @@
 # Under CI=true a test that needs Slurm or MPI fails instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. scripts/_venv.sh test,gantt,batsim
+. scripts/_venv.sh test,gantt,batsim,docs
 
 if [ "$(id -u)" = 0 ]; then
   bash scripts/install-test-deps.sh
