@@ -161,6 +161,17 @@ def _value(value: Any) -> str:
         else str(value)
 
 
+def _flat(line: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """A JSON line's figures as (name, value) rows, nested objects as ``outer.inner``."""
+    rows: list[tuple[str, Any]] = []
+    for key, value in line.items():
+        if isinstance(value, dict) and value:
+            rows += _flat(value, f"{prefix}{key}.")
+        else:
+            rows.append((f"{prefix}{key}", value))
+    return rows
+
+
 def render(outcomes: list[Outcome], started: datetime.datetime, seconds: float,
            about: dict[str, str]) -> str:
     out = ["# Performance", "",
@@ -195,7 +206,8 @@ def render(outcomes: list[Outcome], started: datetime.datetime, seconds: float,
                 label = next((str(line[k]) for k in ("simulator", "protocol") if k in line), str(i + 1))
                 out += [f"### {o.bench.name}: {label}", ""]
             out += ["| figure | value |", "| --- | --- |"]
-            out += [f"| {k} | {_value(v)} |" for k, v in line.items()]
+            out += [f"| {k} | {_value(v)} |" for k, v in _flat(line)
+                    if k not in ("bench", "benchmark")]
             out.append("")
     return "\n".join(out).rstrip() + "\n"
 
