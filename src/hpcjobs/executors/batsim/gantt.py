@@ -1,7 +1,9 @@
 """The simulated schedule as a Gantt chart: Batsim's ``<prefix>_jobs.csv`` -> PNG.
 
 One bar per job and contiguous range of resources it held, from its start to its
-finish (simulated seconds), coloured by how it ended. Needs matplotlib, the optional
+finish (simulated seconds), coloured by how it ended, labelled with the job's name when
+the caller gives one (``labels``: native id -> name, e.g. each PSI/J job's
+``spec.name``), else with its Batsim job number; the legend sits outside the bars. Needs matplotlib, the optional
 extra ``hpcjobs[gantt]``; without it :func:`draw` raises :class:`GanttUnavailable` with
 the install command. Command line::
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Union
+from typing import Mapping, Optional, Union
 
 from ...batsim_protocol import events as protocol
 from .schedulers.base import parse_idset
@@ -22,6 +24,9 @@ __all__ = ["draw", "read_jobs", "JobBar", "GanttUnavailable"]
 
 _COLOURS = {protocol.COMPLETED_SUCCESSFULLY: "#4c9a2a", protocol.COMPLETED_FAILED: "#c0392b",
             protocol.COMPLETED_WALLTIME_REACHED: "#e67e22", protocol.COMPLETED_KILLED: "#7f8c8d"}
+
+_LEGEND = {"COMPLETED_SUCCESSFULLY": "completed", "COMPLETED_FAILED": "failed",
+           "COMPLETED_WALLTIME_REACHED": "walltime reached", "COMPLETED_KILLED": "killed"}
 
 
 class GanttUnavailable(ImportError):
@@ -62,8 +67,13 @@ def _ranges(ids: list[int]) -> list[tuple[int, int]]:
     return out
 
 
-def draw(jobs_csv: Union[str, Path], out_png: Union[str, Path], title: Optional[str] = None) -> Path:
-    """Draw the schedule in ``jobs_csv`` to the PNG file ``out_png``; return its path."""
+def draw(jobs_csv: Union[str, Path], out_png: Union[str, Path], title: Optional[str] = None,
+         labels: Optional[Mapping[str, str]] = None) -> Path:
+    """Draw the schedule in ``jobs_csv`` to the PNG file ``out_png``; return its path.
+
+    ``labels`` maps a job's id as Batsim writes it (``<workload>!<number>``, the Batsim
+    executor's ``native_id``) to the text on its bars; a job not in it shows its number.
+    """
     try:
         import matplotlib
         matplotlib.use("Agg")  # no display needed
@@ -82,18 +92,21 @@ def draw(jobs_csv: Union[str, Path], out_png: Union[str, Path], title: Optional[
                                facecolors=colour, edgecolors="white", linewidth=0.5)
                 if len(bars) <= 50:
                     ax.text(bar.start + (bar.finish - bar.start) / 2, lo + (hi - lo + 1) / 2,
-                            bar.job_id.split("!")[-1], ha="center", va="center", fontsize=7,
-                            color="white")
+                            (labels or {}).get(bar.job_id, bar.job_id.split("!")[-1]),
+                            ha="center", va="center", fontsize=7, color="white", clip_on=True)
         ax.set_xlabel("simulated time (s)")
         ax.set_ylabel("resource")
         ax.set_title(title or f"Schedule: {Path(jobs_csv).name}")
-        ax.legend(handles=[Patch(color=c, label=s.replace("COMPLETED_", "").lower())
-                           for s, c in _COLOURS.items()], loc="upper right", fontsize=7)
+        # outside the axes, on the right: inside, it would hide a bar whatever the corner
+        ax.legend(handles=[Patch(color=c, label=_LEGEND[s])
+                           for s, c in _COLOURS.items()], loc="upper left",
+                  bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=7, title="final state",
+                  title_fontsize=7)
         if bars:
             ax.set_ylim(0, max(max(b.resources) for b in bars) + 1)
             ax.set_xlim(min(b.start for b in bars), max(b.finish for b in bars))
         fig.tight_layout()
-        fig.savefig(out_png, format="png")
+        fig.savefig(out_png, format="png", bbox_inches="tight")
     finally:
         plt.close(fig)
     return Path(out_png)
