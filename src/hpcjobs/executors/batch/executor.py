@@ -213,9 +213,9 @@ class BatchSchedulerExecutor(BatchMonitor):
 
     def _capture_environment(self) -> bytes:
         """The submitter's environment now, as the environment file's text (for a
-        backend whose scheduler cannot carry it), remembered for the next spare: reading
-        ``os.environ`` whole costs ~16 us of CPU a time with 36 variables, and a spare
-        made with an older environment is rewritten when its job is submitted."""
+        backend whose scheduler cannot carry it), remembered for the next spare, so
+        ``os.environ`` is read whole once a submit; a spare made with an older
+        environment is rewritten when its job is submitted."""
         self._captured = exports(os.environ, self.scheduler_variables)
         return self._captured
 

@@ -25,9 +25,8 @@ empty files and, where the backend captures it, the environment, private like th
 executor's monitor thread soon after the submit), so an executor in another process can
 attach to the job by native id and still read its files: the script names its directory
 (``_hj_dir=``), and the link is that directory's only if it is the same file. A hard link
-makes no inode: on this machine's ext4 a symlink costs 60-70 us of CPU for minutes after
-many files were deleted, a hard link 8-9 us, for every job. Work directories of earlier
-versions hold symlinks to the directory, which are read too. (A job sent in a scheduler
+makes no inode, where a symlink does, and a new inode is what a busy file system charges
+most for, for every job. Work directories of earlier versions hold symlinks to the directory, which are read too. (A job sent in a scheduler
 array gets its directory from its task, when it starts: see arrays.py.)
 The script writes ``exitcode`` as one line in one write; a reader takes it only once the
 line ends (a file read while it is written is a record not there yet), so it never
@@ -196,7 +195,7 @@ class JobDir:
     def link(self, native_id: str) -> None:
         """Record that this directory belongs to the job ``native_id`` (a hard link to
         its script, see the module docstring)."""
-        # (paths as str: the monitor links every job it follows, pathlib cost 3 us of it)
+        # paths as str: the monitor links every job it follows, and pathlib adds to each
         path = os.fspath(self.path)
         ids = os.path.join(os.path.dirname(path), _IDS)
         link = os.path.join(ids, native_id)
@@ -244,7 +243,7 @@ class JobDir:
 
     def _file(self, name: str) -> str:
         """The path of its file ``name``, as a str: what the submit path and the monitor
-        hand to os calls (joining to a Path and converting it back cost ~2 us a file,
+        hand to os calls (joining to a Path and converting it back would add to each file,
         several times a submit)."""
         return os.path.join(self.path, name)
 
@@ -279,7 +278,7 @@ class JobDir:
     def exit_record(self) -> Optional[ExitRecord]:
         """The script's exit record, or None if there is none yet (or it is unreadable).
         Read with os calls on one descriptor rather than pathlib's stat and read_text:
-        the monitor reads a record for every job that ends (12.7 -> 3.8 us of CPU)."""
+        the monitor reads a record for every job that ends."""
         try:
             fd = os.open(self._file(EXIT), os.O_RDONLY)
         except OSError:

@@ -25,9 +25,8 @@ records to its records file, where any process can read them:
     marks      <jobs>/<id>.cancel                 made by whoever cancels
 
 Records are appended to one file (written before the events that announce them), not
-one file per job: creating a file costs ~50 times as much as an append on a busy
-filesystem (0.8 ms against 2 us measured on this project's machines), more than a whole
-spawn. A line without its newline is still being written: readers skip it.
+one file per job: on a busy filesystem creating a file costs far more than an append,
+more than a whole spawn (docs/decisions.md). A line without its newline is still being written: readers skip it.
 
 One loop, no threads: ``selectors`` waits on the request
 pipe and on SIGCHLD (through ``signal.set_wakeup_fd``), and each wake-up reaps every

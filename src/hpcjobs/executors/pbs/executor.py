@@ -113,7 +113,7 @@ class PBSJobExecutor(BatchSchedulerExecutor):
     # qdel of a job that ended (exit 35) or was purged from the history (153)
     # (tests/fixtures/openpbs-23.06/INDEX.md, "qstat / qdel / qsub errors")
     ended_errors = ("Job has finished", "Unknown Job Id")
-    # qstat sends one request per id named (~50 ms each here): for more than 20, one
+    # qstat sends one request per id named: for more than 20, one
     # request for every live job, then the history only of ours not among them
     few_ids = 20
     # with job history, a job qstat -x no longer knows was purged long after it ended;

@@ -242,8 +242,8 @@ class SlurmJobExecutor(BatchSchedulerExecutor):
     # -- status -------------------------------------------------------------------------
     # squeue given more than one job id loads every job of the cluster and matches each
     # against each id (squeue.c asks the controller for one job, or one user's jobs, by
-    # itself): with 5,700 jobs, 500 ids cost 85 ms of CPU and 5,000 ids 395 ms, where
-    # listing the user's 5,700 jobs cost 30 ms, what 50 ids did (docs/slurm.md)
+    # itself), so for more than 50 ids listing the user's jobs costs less (the figures:
+    # docs/decisions.md)
     few_ids = 50
 
     def _records(self, native_ids: Sequence[str]) -> dict[str, str]:
