@@ -152,7 +152,9 @@ def machine() -> dict[str, str]:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     return {"CPUs": str(os.cpu_count()), "CPU model": model,
             "Python": f"{platform.python_implementation()} {platform.python_version()}",
-            "system": platform.platform(), "load average before the run (1, 5, 15 min)": load}
+            "system": platform.platform(), "load average before the run (1, 5, 15 min)": load,
+            "note": "other processes may share the machine: compare a figure with its baseline "
+                    "from the same run, not with another run's"}
 
 
 def _value(value: Any) -> str:
@@ -167,6 +169,9 @@ def _flat(line: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     for key, value in line.items():
         if isinstance(value, dict) and value:
             rows += _flat(value, f"{prefix}{key}.")
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            for i, item in enumerate(value, 1):  # per round: raw[1].jobs_per_s, ...
+                rows += _flat(item, f"{prefix}{key}[{i}].")
         else:
             rows.append((f"{prefix}{key}", value))
     return rows
@@ -197,7 +202,7 @@ def render(outcomes: list[Outcome], started: datetime.datetime, seconds: float,
         out.append(f"| [{o.bench.name}](#{o.bench.name}) | `{args}` | {took} | {result} |")
     for o in outcomes:
         out += ["", f"## {o.bench.name}", "", o.bench.summary(), "",
-                f"Command: `python bench/{o.bench.name}.py {' '.join(o.args)}`".rstrip() + "", ""]
+                f"Command: `{' '.join(['python', f'bench/{o.bench.name}.py', *o.args])}`", ""]
         if o.not_run:
             out += [f"**Not run**: {o.not_run}."]
             continue
@@ -241,6 +246,7 @@ def main() -> None:
         print(f"report: {bench.name}: {outcome.not_run or 'done'} ({outcome.seconds:.0f} s)",
               file=sys.stderr, flush=True)
         outcomes.append(outcome)
+    about["load average after the run (1, 5, 15 min)"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     options.output.write_text(render(outcomes, started, time.monotonic() - t0, about),
                               encoding="utf-8")
     print(f"report: wrote {options.output}", file=sys.stderr)
