@@ -53,7 +53,7 @@ def main() -> int:
             ex.submit(j)
         for j in sims:
             j.wait()
-        analyse = job("analyse", 30, 1, 60)
+        analyse = job("analyse", 60, 16, 120)
         ex.submit(analyse)
         analyse.wait()
         jobs = [prepare, *sims, analyse]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 from ...batsim_protocol import events as protocol
 from .schedulers.base import parse_idset
@@ -67,6 +67,23 @@ def _ranges(ids: list[int]) -> list[tuple[int, int]]:
     return out
 
 
+def _fit_labels(fig: Any, ax: Any, texts: list[tuple[Any, Any]]) -> None:
+    """A label wider than its bar is turned upright if the bar is tall enough, else
+    left out: text spilling over the neighbouring bars would be unreadable. ``texts``:
+    (the bar's corners in data coordinates, its label)."""
+    renderer = fig.canvas.get_renderer()
+    for corners, text in texts:
+        (x0, y0), (x1, y1) = ax.transData.transform(corners)
+        width, height = abs(x1 - x0), abs(y1 - y0)
+        size = text.get_window_extent(renderer)
+        if size.width <= width and size.height <= height:
+            continue
+        if size.width <= height and size.height <= width:
+            text.set_rotation(90)
+        else:
+            text.set_visible(False)
+
+
 def draw(jobs_csv: Union[str, Path], out_png: Union[str, Path], title: Optional[str] = None,
          labels: Optional[Mapping[str, str]] = None) -> Path:
     """Draw the schedule in ``jobs_csv`` to the PNG file ``out_png``; return its path.
@@ -85,15 +102,18 @@ def draw(jobs_csv: Union[str, Path], out_png: Union[str, Path], title: Optional[
     bars = read_jobs(jobs_csv)
     fig, ax = plt.subplots(figsize=(10, 5))
     try:
+        texts = []
         for bar in bars:
             colour = _COLOURS.get(bar.state, "#2c3e50")
             for lo, hi in _ranges(bar.resources):
                 ax.broken_barh([(bar.start, bar.finish - bar.start)], (lo, hi - lo + 1),
                                facecolors=colour, edgecolors="white", linewidth=0.5)
                 if len(bars) <= 50:
-                    ax.text(bar.start + (bar.finish - bar.start) / 2, lo + (hi - lo + 1) / 2,
-                            (labels or {}).get(bar.job_id, bar.job_id.split("!")[-1]),
-                            ha="center", va="center", fontsize=7, color="white", clip_on=True)
+                    corners = ((bar.start, lo), (bar.finish, hi + 1))
+                    texts.append((corners, ax.text(
+                        bar.start + (bar.finish - bar.start) / 2, lo + (hi - lo + 1) / 2,
+                        (labels or {}).get(bar.job_id, bar.job_id.split("!")[-1]),
+                        ha="center", va="center", fontsize=7, color="white", clip_on=True)))
         ax.set_xlabel("simulated time (s)")
         ax.set_ylabel("resource")
         ax.set_title(title or f"Schedule: {Path(jobs_csv).name}")
@@ -106,6 +126,7 @@ def draw(jobs_csv: Union[str, Path], out_png: Union[str, Path], title: Optional[
             ax.set_ylim(0, max(max(b.resources) for b in bars) + 1)
             ax.set_xlim(min(b.start for b in bars), max(b.finish for b in bars))
         fig.tight_layout()
+        _fit_labels(fig, ax, texts)
         fig.savefig(out_png, format="png", bbox_inches="tight")
     finally:
         plt.close(fig)
