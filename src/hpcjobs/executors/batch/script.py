@@ -167,10 +167,9 @@ _MISSING = object()
 
 def _compile_nodes(nodes: Sequence[Any], name: str) -> Callable[[Mapping[str, Any]], str]:
     """The parse tree ``nodes`` as the source of one function, straight-line code with a
-    loop per section, compiled. Why not a closure per node (as before): a submit renders
-    its script right after the previous submit command ran, with the CPU's caches cold,
-    where fifty small functions cost 44-49 us a script (Slurm's; 15 us warm) and this
-    one 33-36 (8.5 warm). What it does is what mustache does: the context stack
+    loop per section, compiled: a submit renders its script right after the previous
+    submit command ran, with the CPU's caches cold, where one function costs less than a
+    closure per node (docs/decisions.md, pystache). What it does is what mustache does: the context stack
     (innermost last; a section pushes each of its items), :func:`_lookup` on it, every
     escaped value through :func:`shell_quote`."""
     code = ["def render(context):",
