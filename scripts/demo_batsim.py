@@ -53,7 +53,7 @@ def main() -> int:
             ex.submit(j)
         for j in sims:
             j.wait()
-        analyse = job("analyse", 30, 1, 60)
+        analyse = job("analyse", 60, 16, 120)
         ex.submit(analyse)
         analyse.wait()
         jobs = [prepare, *sims, analyse]
@@ -71,7 +71,8 @@ def main() -> int:
     print(f"Batsim's output: {jobs_csv}")
     try:
         from hpcjobs.executors.batsim.gantt import GanttUnavailable, draw
-        print(f"Gantt chart: {draw(jobs_csv, work / 'schedule.png', 'hpcjobs demo workflow')}")
+        names = {str(j.native_id): j.spec.name for j in jobs if j.spec is not None and j.spec.name}
+        print(f"Gantt chart: {draw(jobs_csv, work / 'schedule.png', 'hpcjobs demo workflow', names)}")
     except GanttUnavailable as e:
         print(f"(no Gantt chart: {e})")
     return 0 if all(j.status.state is psij.JobState.COMPLETED for j in jobs) else 1

@@ -8,7 +8,7 @@
 # Under CI=true a test that needs Slurm or MPI fails instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. scripts/_venv.sh test,gantt,batsim
+. scripts/_venv.sh test,gantt,batsim,docs
 
 if [ "$(id -u)" = 0 ]; then
   bash scripts/install-test-deps.sh
@@ -25,8 +25,11 @@ if [ "$(id -u)" = 0 ]; then
   real_system batsim && export PATH=/opt/batsim-4.2.1/bin:$PATH
   real_system pbs up && export PBS_CONF_FILE=/etc/pbs.conf HPCJOBS_PBS_RESTART="bash $REAL_TOOLS/real-pbs.sh up" && /opt/pbs/bin/qmgr -c "set node $(hostname -s) resources_available.ncpus=16" && pbs_clear  # 16 cpus, like the Slurm node (docs/pbs.md)
   real_system flux && export PATH=/opt/flux-core-0.88/bin:$PATH PYTHONPATH=/opt/flux-core-0.88/lib/python3.11/site-packages${PYTHONPATH:+:$PYTHONPATH}
+  # an OpenSSH server on a loopback port standing for a login node (tests/remote)
+  if sshd_env=$(bash scripts/sshd.sh up); then eval "$sshd_env"; else
+    echo "test.sh: no test sshd: the remote tests will skip (and fail under CI=true)" >&2; fi
 else
-  echo "test.sh: not root: cannot install OpenMPI or start Slurm; those tests will skip" >&2
+  echo "test.sh: not root: cannot install OpenMPI, start Slurm or an sshd; those tests will skip" >&2
 fi
 # a private Redis (Unix socket, no TCP port) for the legacy Batsim protocol's job data
 if command -v redis-server >/dev/null; then eval "$(bash scripts/redis.sh up)"; fi

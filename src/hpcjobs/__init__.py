@@ -23,6 +23,7 @@ from .state import JobState, JobStatus
 if TYPE_CHECKING:  # what type checkers see of the names imported when first asked for
     from .descriptor import Descriptor
     from .executor import JobExecutor, JobExecutorConfig
+    from .executors.batch.user_script import batch_script_spec
     from .launchers.base import Launcher
 
 __version__ = "0.1.0"
@@ -32,6 +33,7 @@ __all__ = [
     "JobState", "JobStatus", "JobStatusCallback", "JobExecutor", "JobExecutorConfig",
     "InvalidJobException", "SubmitException", "BulkSubmitException", "InvalidJobStateError",
     "InvalidStateException", "WaitFromCallbackError", "Launcher", "Descriptor",
+    "batch_script_spec",
 ]
 
 _logging.getLogger(__name__).addHandler(_logging.NullHandler())
@@ -39,7 +41,8 @@ _logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 #: the public names imported when first asked for: name -> module
 _LAZY = {"JobExecutor": ".executor", "JobExecutorConfig": ".executor",
-         "Launcher": ".launchers.base", "Descriptor": ".descriptor"}
+         "Launcher": ".launchers.base", "Descriptor": ".descriptor",
+         "batch_script_spec": ".executors.batch.user_script"}
 
 
 def __getattr__(name: str) -> object:

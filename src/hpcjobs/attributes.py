@@ -1,4 +1,8 @@
-"""Job attributes: how a job behaves (walltime, queue, project, reservation, extras).
+"""Job attributes: how a job behaves (walltime, queue, account, project, reservation, extras).
+
+``account`` is who pays (Slurm ``--account``, PBS ``-A``, Flux's bank); ``project_name``
+is the project a site files the job under (PBS ``-P``, Flux's project). Schedulers
+with one such field take whichever is set (docs/decisions.md).
 
 ``custom_attributes`` carries backend-specific settings under a ``<backend>.<key>``
 prefix (``slurm.constraint``, ``flux.shell_options``, ``batsim.profile``); each backend
@@ -21,13 +25,17 @@ _UNIT = {"h": "hours", "m": "minutes", "s": "seconds"}
 
 
 class JobAttributes:
-    """The spec's ``JobAttributes``; ``account`` is an alias of ``project_name``."""
+    """The spec's ``JobAttributes`` with psij-python's ``account`` beside ``project_name``.
 
-    __slots__ = ("_duration", "_queue_name", "_project_name", "_reservation_id",
+    The constructor takes psij-python 0.9.11's positional order (``account`` third).
+    """
+
+    __slots__ = ("_duration", "_queue_name", "_account", "_project_name", "_reservation_id",
                  "_custom_attributes")
 
     duration: Field[timedelta] = Field(timedelta)
     queue_name: Field[Optional[str]] = Field(str, optional=True)
+    account: Field[Optional[str]] = Field(str, optional=True)
     project_name: Field[Optional[str]] = Field(str, optional=True)
     reservation_id: Field[Optional[str]] = Field(str, optional=True)
     custom_attributes: Field[Optional[Dict[str, Any]]] = Field(Dict[str, Any], optional=True)
@@ -36,28 +44,17 @@ class JobAttributes:
         self,
         duration: timedelta = DEFAULT_DURATION,
         queue_name: Optional[str] = None,
-        project_name: Optional[str] = None,
+        account: Optional[str] = None,
         reservation_id: Optional[str] = None,
         custom_attributes: Optional[Dict[str, Any]] = None,
-        account: Optional[str] = None,
+        project_name: Optional[str] = None,
     ) -> None:
-        if account is not None and project_name is not None and account != project_name:
-            raise TypeError("JobAttributes: account is an alias of project_name; "
-                            f"got both {account!r} and {project_name!r}")
         self.duration = duration
         self.queue_name = queue_name
-        self.project_name = project_name if project_name is not None else account
+        self.account = account
+        self.project_name = project_name
         self.reservation_id = reservation_id
         self.custom_attributes = custom_attributes
-
-    @property
-    def account(self) -> Optional[str]:
-        """Alias of :attr:`project_name` (the Slurm/PBS word for it)."""
-        return self.project_name
-
-    @account.setter
-    def account(self, value: Optional[str]) -> None:
-        self.project_name = value
 
     @staticmethod
     def parse_walltime(walltime: str) -> timedelta:
@@ -104,7 +101,8 @@ class JobAttributes:
         d: Dict[str, Any] = {}
         if self.duration != DEFAULT_DURATION:
             d["duration"] = self.duration.total_seconds()
-        for name in ("queue_name", "project_name", "reservation_id", "custom_attributes"):
+        for name in ("queue_name", "account", "project_name", "reservation_id",
+                     "custom_attributes"):
             if getattr(self, name) is not None:
                 d[name] = getattr(self, name)
         return d

@@ -29,7 +29,7 @@ from .job import Job, StatusCallback, as_function
 from .private import make_dirs
 from .dispatch import CallbackDispatcher
 from .spec import JobSpec
-from .state import JobStatus
+from .state import JobState, JobStatus
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -97,11 +97,16 @@ class JobExecutor(ABC):
     #: whether the backend starts the job's program (execve(2)), so that Linux's limit
     #: on one argument or environment entry applies (exec_limits.py); a simulator's does not
     execs_programs: ClassVar[bool] = True
+    #: whether the backend does the file staging of JobSpec.stage_in, stage_out and
+    #: cleanup; one that does not refuses a job that asks for it, rather than ignore it
+    supports_staging: ClassVar[bool] = False
 
     def __init__(self, url: Optional[str] = None,
                  config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> None:
         if url is not None and not isinstance(url, str):
             raise TypeError(f"url must be str, got {type(url).__name__}")
+        if url is not None:
+            self._check_url(url)  # before anything is started: a URL is never ignored
         self.url = url
         self.config = self.config_class.coerce(config)
         self._instance = next(_instance_numbers)
@@ -166,10 +171,12 @@ class JobExecutor(ABC):
 
     # -- the API ------------------------------------------------------------------------
     @abstractmethod
-    def submit(self, job: Job) -> None:
+    def submit(self, job: Job, hold: bool = False) -> None:
         """Send ``job`` to the backend. On return the job is QUEUED (or later) and has
         its native id. Raises InvalidJobException (bad spec, nothing submitted),
-        SubmitException (backend trouble), InvalidJobStateError (not a NEW job)."""
+        SubmitException (backend trouble), InvalidJobStateError (not a NEW job).
+        ``hold``: the job is queued held and does not start before :meth:`release`
+        (NotImplementedError on a backend that cannot hold jobs)."""
 
     def submit_many(self, jobs: Iterable[Job]) -> None:
         """Submit several jobs; a backend may send them together (the batch schedulers
@@ -196,6 +203,63 @@ class JobExecutor(ABC):
                 failures.append((job, SubmitException(f"invalid job: {e}", e)))
         if failures:
             raise BulkSubmitException(failures, len(jobs))
+
+    def hold(self, job: Job) -> None:
+        """Keep the queued ``job`` from starting until :meth:`release` (the name of
+        psij-python's pull request 521). It stays QUEUED, with ``held: True`` in its
+        status metadata (and the scheduler's words in ``reason_pending`` once the
+        scheduler reports them). A job that has started or ended cannot be held:
+        InvalidJobStateError, saying so; holding a held job changes nothing."""
+        self._check_hold_request(job, "held")
+        self._hold_job(job)
+        self._note_held(job, True)
+
+    def release(self, job: Job) -> None:
+        """Let a held ``job`` start (psij-python's pull request 521 name). Releasing a
+        job that is not held changes nothing; a job that has started or ended:
+        InvalidJobStateError."""
+        self._check_hold_request(job, "released")
+        self._release_job(job)
+        self._note_held(job, False)
+
+    def _check_hold_request(self, job: Job, what: str) -> None:
+        if not isinstance(job, Job):
+            raise TypeError(f"expected a Job, got {type(job).__name__}")
+        self._check_open()
+        if job.executor is not self or job.native_id is None:
+            raise InvalidJobStateError(
+                f"job {job.id} is not a job of this {self.name} executor (submit or attach "
+                f"it first)")
+        state = job.status.state
+        if state is not JobState.QUEUED:
+            doing = "has started" if state is JobState.ACTIVE else (
+                "has ended" if state.final else "is not queued")
+            raise InvalidJobStateError(
+                f"job {job.id} ({self.name} job {job.native_id}) {doing} ({state.name}): only "
+                f"a queued job can be {what}")
+
+    def _note_held(self, job: Job, held: bool) -> None:
+        """The status says at once what hold/release did; the backend's next report
+        (with the scheduler's reason) replaces the metadata."""
+        current = job.status
+        metadata = dict(current.metadata or {})
+        if held:
+            metadata["held"] = True
+        elif metadata.pop("held", None):
+            metadata.pop("reason_pending", None)  # (the hold's; the scheduler says anew)
+        # (kept even when empty: an empty dict is the news that the hold is gone)
+        self._set_job_status(job, JobStatus.owning(current.state, current.time,
+                                                   current.message, current.exit_code,
+                                                   metadata))
+
+    def _hold_job(self, job: Job) -> None:
+        """Hook: hold ``job``, a QUEUED job of this executor. InvalidJobStateError if the
+        backend says it has started meanwhile."""
+        raise NotImplementedError(f"the {self.name} executor cannot hold jobs")
+
+    def _release_job(self, job: Job) -> None:
+        """Hook: release ``job``, a QUEUED job of this executor."""
+        raise NotImplementedError(f"the {self.name} executor cannot hold or release jobs")
 
     @abstractmethod
     def cancel(self, job: Job) -> None:
@@ -272,7 +336,28 @@ class JobExecutor(ABC):
         self._launcher(spec)  # an unknown launcher is an invalid job
         if self.execs_programs:
             check_exec_strings(spec)
+        if not self.supports_staging and spec.stages_files:
+            field = ("stage_in" if spec.stage_in else "stage_out" if spec.stage_out
+                     else "cleanup")
+            raise InvalidJobException(f"JobSpec.{field}: executor {self.name!r} does not "
+                                      "stage files yet; nothing was submitted")
         self._validate(spec)
+
+    def _check_url(self, url: str) -> None:
+        """Hook: raise ValueError, naming the URL and this executor, for a URL it cannot
+        serve. This default serves none (the jobs would run on this machine, wherever
+        the URL points); an ``ssh://`` URL is parsed first, so a malformed one says
+        what is wrong with it."""
+        from .remote.url import is_ssh_url, parse_ssh_url
+        if is_ssh_url(url):
+            try:
+                target = parse_ssh_url(url)
+            except ValueError as e:
+                raise ValueError(f"executor {self.name!r}: {e}") from None
+            raise ValueError(f"executor {self.name!r} cannot serve url {url!r}: it cannot "
+                             f"run jobs over ssh on {target.host} yet; run it on that host")
+        raise ValueError(f"executor {self.name!r} cannot serve url {url!r}: it runs jobs "
+                         "on this machine and takes no URL")
 
     def _validate(self, spec: JobSpec) -> None:
         """Hook: backend-specific checks; raise InvalidJobException naming the field."""

@@ -96,7 +96,7 @@ def _start(args: list[str]) -> "subprocess.Popen[bytes]":
 
 
 def _popen(args: list[str], program: Optional[str]) -> "subprocess.Popen[bytes]":
-    # unbuffered: the pipes are read with os.read (a buffered reader each cost ~5 us)
+    # unbuffered: the pipes are read with os.read, so a buffered reader would be waste
     return subprocess.Popen(args, executable=program, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
 
@@ -105,8 +105,8 @@ def _program(name: str) -> Optional[str]:
     """The file a command ``name`` runs, looked up on PATH once per PATH value, as a
     shell's command hash does (None: ``name`` is a path, or is not found; exec then
     has its say). Each directory before the one that holds it costs the exec a failed
-    try: with this machine's PATH, 40-60 us of every submit's wait for sbatch, and on
-    a cluster's login node PATH is often longer, on network file systems."""
+    try on every submit's wait for sbatch, and on a cluster's login node PATH is often
+    long, on network file systems (docs/decisions.md)."""
     if "/" in name:
         return None
     key = (name, os.environ.get("PATH"))
@@ -136,8 +136,8 @@ def _collect(p: "subprocess.Popen[bytes]", stdout: list[bytes], stderr: list[byt
     pipes but is not yet reaped sleeps in growing steps (0.5 ms, 1 ms, 2 ms, ...), a
     millisecond or more on every call, which is most of what a submit adds to a bare
     ``sbatch``. A pidfd (Linux 5.3) wakes at the exit itself. The pipes are polled with
-    ``select.poll`` directly: the ``selectors`` module's objects cost ~25 us of CPU per
-    command, a fifth of what running one costs, on every submit.
+    ``select.poll`` directly, without the ``selectors`` module's objects, which cost a
+    noticeable part of running a command, on every submit.
     """
     assert p.stdout is not None and p.stderr is not None  # (both are pipes)
     chunks = {p.stdout.fileno(): stdout, p.stderr.fileno(): stderr}

@@ -20,8 +20,16 @@ metadata values must be plain JSON (dict with str keys, list, str, int, finite f
 bool, None; a tuple would come back as a list). Reading checks the envelope, the kind,
 the version and every field name, so a document from a newer hpcjobs fails clearly.
 
+Reading takes either format: this one, or psij-python's (a ``JobSpec`` as psij-python's
+``JSONSerializer`` writes it, see :mod:`hpcjobs.psij_document`); :func:`document_format`
+says which a document is in, and a document in neither is refused naming the field.
+Writing takes ``format=PSIJ_FORMAT`` for psij-python's (a ``JobSpec`` only: psij-python
+has no document for a ``Job``).
+
 psij-python's ``JSONSerializer`` (``dumps``/``loads``, ``dump``/``load`` on a stream,
-``to_dict``/``from_dict``) is offered over these functions, writing the same documents.
+``to_dict``/``from_dict``) is offered over these functions. Like psij-python's, it writes
+a ``JobSpec`` in psij-python's format (``JSONSerializer(format=FORMAT)`` writes this
+one); a ``Job`` in this one.
 
 A loaded ``Job`` is a record: it has its id, spec, native id and last status, but no
 executor. To follow the real job again, attach a fresh one::
@@ -39,12 +47,15 @@ from typing import IO, Any, Dict, Optional, Union
 
 from .attributes import JobAttributes
 from .job import Job
+from .psij_document import (PSIJ_FORMAT, SPEC_FIELDS, PsijDocumentError, spec_from_psij,
+                            spec_to_psij)
 from .resources import ResourceSpecV1
 from .spec import JobSpec
 from .state import JobState, JobStatus
 
-__all__ = ["FORMAT", "VERSION", "SerializationError", "dumps", "loads", "to_dict",
-           "from_dict", "status_to_dict", "status_from_dict", "Serializer", "JSONSerializer"]
+__all__ = ["FORMAT", "PSIJ_FORMAT", "VERSION", "SerializationError", "dumps", "loads",
+           "to_dict", "from_dict", "document_format", "status_to_dict", "status_from_dict",
+           "Serializer", "JSONSerializer"]
 
 FORMAT = "hpcjobs.job"
 VERSION = 1
@@ -54,6 +65,7 @@ _SPEC_FIELDS = frozenset(s[1:] for s in JobSpec.__slots__)
 _RESOURCE_FIELDS = frozenset(s[1:] for s in ResourceSpecV1.__slots__) | {"version"}
 _ATTRIBUTE_FIELDS = frozenset(s[1:] for s in JobAttributes.__slots__)
 _STATUS_FIELDS = frozenset({"state", "time", "exit_code", "message", "metadata"})
+_PSIJ_SPEC_FIELDS = SPEC_FIELDS
 _JOB_FIELDS = frozenset({"format", "version", "kind", "spec", "id", "native_id", "executor",
                          "status"})
 
@@ -66,13 +78,27 @@ class SerializationError(ValueError):
 
 
 # -- writing ----------------------------------------------------------------------------
-def dumps(obj: Union[JobSpec, Job], *, indent: Optional[int] = None) -> str:
-    """The JSON document for a ``JobSpec`` or a ``Job`` (ASCII text)."""
-    return json.dumps(to_dict(obj), indent=indent, allow_nan=False)
+def dumps(obj: Union[JobSpec, Job], *, indent: Optional[int] = None,
+          format: str = FORMAT) -> str:
+    """The JSON document for a ``JobSpec`` or a ``Job`` (ASCII text), in ``format``:
+    ``FORMAT`` (this module's) or ``PSIJ_FORMAT`` (psij-python's, a ``JobSpec`` only)."""
+    return json.dumps(to_dict(obj, format=format), indent=indent, allow_nan=False)
 
 
-def to_dict(obj: Union[JobSpec, Job]) -> Dict[str, Any]:
+def to_dict(obj: Union[JobSpec, Job], *, format: str = FORMAT) -> Dict[str, Any]:
     """The document for ``obj`` as a JSON-ready dict (see the module docstring)."""
+    if format == PSIJ_FORMAT:
+        if not isinstance(obj, JobSpec):
+            raise SerializationError(
+                f"psij-python's format holds a JobSpec, not a {type(obj).__name__}; write "
+                f"a Job in the {FORMAT!r} format")
+        try:
+            return spec_to_psij(obj)
+        except PsijDocumentError as e:
+            raise SerializationError(str(e)) from None
+    if format != FORMAT:
+        raise ValueError(f"unknown job document format {format!r} "
+                         f"(expected {FORMAT!r} or {PSIJ_FORMAT!r})")
     if isinstance(obj, JobSpec):
         return {"format": FORMAT, "version": VERSION, "kind": "JobSpec",
                 "spec": _spec_to_dict(obj)}
@@ -158,11 +184,42 @@ def loads(text: Union[str, bytes]) -> Union[JobSpec, Job]:
     return from_dict(d)
 
 
-def from_dict(d: Any) -> Union[JobSpec, Job]:
-    """Inverse of :func:`to_dict`."""
-    if not isinstance(d, dict) or d.get("format") != FORMAT:
+def document_format(d: Any) -> str:
+    """Which format a document (a dict, or its JSON text) is in: ``FORMAT`` or
+    ``PSIJ_FORMAT``; ``SerializationError`` naming the field if neither. Only the
+    envelope and the field names are looked at: :func:`from_dict` checks the rest."""
+    if isinstance(d, (str, bytes)):
+        try:
+            d = json.loads(d)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise SerializationError(f"not a JSON document: {e}") from None
+    if not isinstance(d, dict):
         raise SerializationError(
-            f"not an hpcjobs job document (expected a JSON object with \"format\": {FORMAT!r})")
+            f"not a job document: a JSON {type(d).__name__}, not an object")
+    if "format" in d:
+        if d["format"] != FORMAT:
+            raise SerializationError(
+                f"format: {d['format']!r} is not a job document format this hpcjobs reads "
+                f"({FORMAT!r}, or psij-python's, which has no \"format\" field)")
+        return FORMAT
+    unknown = [k for k in d if k not in _PSIJ_SPEC_FIELDS]
+    if unknown:
+        raise SerializationError(
+            f"not a job document: field {unknown[0]!r} is not one of psij-python's "
+            f"(a JobSpec's: {', '.join(_PSIJ_SPEC_FIELDS)}), and an hpcjobs document "
+            f"starts with \"format\": {FORMAT!r}")
+    return PSIJ_FORMAT
+
+
+def from_dict(d: Any) -> Union[JobSpec, Job]:
+    """Inverse of :func:`to_dict`, for a document in either format."""
+    if document_format(d) == PSIJ_FORMAT:
+        try:
+            psij_spec = spec_from_psij(d)
+        except PsijDocumentError as e:
+            raise SerializationError(str(e)) from None
+        _check_json("attributes.custom_attributes", psij_spec.attributes.custom_attributes)
+        return psij_spec
     version = d.get("version")
     if version != VERSION:
         raise SerializationError(
@@ -255,12 +312,20 @@ def _field(d: Dict[str, Any], name: str, kind: Union[type, tuple[type, ...]],
 
 # -- psij-python's serializer classes ---------------------------------------------------
 class Serializer:
-    """psij-python's serializer interface, over this module's functions: the same
-    documents, the same checks (``SerializationError``, a ``ValueError``)."""
+    """psij-python's serializer interface, over this module's functions, with the same
+    checks (``SerializationError``, a ``ValueError``). A ``JobSpec`` is written in
+    ``format`` (psij-python's by default), a ``Job`` in this module's; both formats
+    are read."""
+
+    def __init__(self, format: str = PSIJ_FORMAT) -> None:
+        if format not in (FORMAT, PSIJ_FORMAT):
+            raise ValueError(f"unknown job document format {format!r} "
+                             f"(expected {FORMAT!r} or {PSIJ_FORMAT!r})")
+        self.format = format
 
     def to_dict(self, obj: Union[JobSpec, Job]) -> Dict[str, Any]:
         """The document for ``obj`` as a JSON-ready dict."""
-        return to_dict(obj)
+        return to_dict(obj, format=self.format if isinstance(obj, JobSpec) else FORMAT)
 
     def from_dict(self, d: Dict[str, Any]) -> Union[JobSpec, Job]:
         """The ``JobSpec`` or ``Job`` a document dict describes."""
@@ -268,7 +333,7 @@ class Serializer:
 
     def dumps(self, obj: Union[JobSpec, Job]) -> str:
         """The document for ``obj`` as a string."""
-        return dumps(obj)
+        return json.dumps(self.to_dict(obj), allow_nan=False)
 
     def loads(self, text: Union[str, bytes]) -> Union[JobSpec, Job]:
         """The ``JobSpec`` or ``Job`` a document string describes."""

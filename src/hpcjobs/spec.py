@@ -8,13 +8,14 @@ reaches a backend) and raises ``InvalidJobException`` naming the field.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, TypeVar, Union
 
 from ._typecheck import Field
 from .attributes import JobAttributes
 from .environment import VALID_NAME
 from .errors import InvalidJobException
 from .resources import ResourceSpec, ResourceSpecV1
+from .staging import StageIn, StageOut, StageOutFlags, StagingMode
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -23,6 +24,7 @@ __all__ = ["JobSpec"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 _PATH_TYPES = (str, os.PathLike)
+_COLLECTIONS = (set, frozenset, list, tuple)
 
 
 def _to_path(value: PathLike) -> Path:
@@ -43,6 +45,33 @@ def _env_values(env: Dict[str, Union[str, int]]) -> Dict[str, str]:
     return {k: str(v) for k, v in env.items()}
 
 
+def _stage_ins(value: Iterable[Any]) -> Set[StageIn]:
+    return _items(value, StageIn, "stage_in")
+
+
+def _stage_outs(value: Iterable[Any]) -> Set[StageOut]:
+    return _items(value, StageOut, "stage_out")
+
+
+T = TypeVar("T")
+
+
+def _items(value: Iterable[Any], cls: type[T], field: str) -> Set[T]:
+    items = set(value)
+    for item in items:
+        if not isinstance(item, cls):
+            raise TypeError(f"JobSpec.{field} holds {cls.__name__}s, got {type(item).__name__}: "
+                            f"{item!r:.80}")
+    return items
+
+
+def _cleanup(value: Iterable[Any]) -> Set[Path]:
+    for item in value:
+        if not isinstance(item, _PATH_TYPES):
+            raise TypeError(f"JobSpec.cleanup holds paths, got {type(item).__name__}: {item!r:.80}")
+    return {_to_path(item) for item in value}
+
+
 def _args(args: List[Union[str, int, Path]]) -> List[str]:
     if all(type(a) is str for a in args):
         return args  # type: ignore[return-value]
@@ -61,7 +90,8 @@ class JobSpec:
     __slots__ = ("_executable", "_arguments", "_directory", "_name",
                  "_inherit_environment", "_environment", "_stdin_path", "_stdout_path",
                  "_stderr_path", "_resources", "_attributes", "_pre_launch",
-                 "_post_launch", "_launcher")
+                 "_post_launch", "_launcher", "_stage_in", "_stage_out", "_cleanup",
+                 "_cleanup_flags")
 
     executable: Field[Optional[str]] = Field(_PATH_TYPES, optional=True, convert=_to_str)
     arguments: Field[Optional[List[str]]] = Field(List[Union[str, int, os.PathLike]],  # type: ignore[type-arg]
@@ -78,6 +108,14 @@ class JobSpec:
     pre_launch: Field[Optional[Path]] = Field(_PATH_TYPES, optional=True, convert=_to_path)
     post_launch: Field[Optional[Path]] = Field(_PATH_TYPES, optional=True, convert=_to_path)
     launcher: Field[Optional[str]] = Field(str, optional=True)
+    #: files staged in before the job runs, out after it ends (hpcjobs.staging)
+    stage_in: Field[Optional[Set[StageIn]]] = Field(_COLLECTIONS, optional=True, convert=_stage_ins)
+    stage_out: Field[Optional[Set[StageOut]]] = Field(_COLLECTIONS, optional=True,
+                                                      convert=_stage_outs)
+    #: paths deleted after stage-out (relative: in the job's directory) ...
+    cleanup: Field[Optional[Set[Path]]] = Field(_COLLECTIONS, optional=True, convert=_cleanup)
+    #: ... when the job ended in a way these flags cover
+    cleanup_flags: Field[StageOutFlags] = Field(StageOutFlags, convert=StageOutFlags.normalized)
 
     def __init__(
         self,
@@ -95,6 +133,10 @@ class JobSpec:
         pre_launch: Optional[PathLike] = None,
         post_launch: Optional[PathLike] = None,
         launcher: Optional[str] = None,
+        stage_in: Optional[Iterable[StageIn]] = None,
+        stage_out: Optional[Iterable[StageOut]] = None,
+        cleanup: Optional[Iterable[PathLike]] = None,
+        cleanup_flags: StageOutFlags = StageOutFlags.ALWAYS,
     ) -> None:
         self.executable = executable
         self.arguments = arguments
@@ -111,6 +153,10 @@ class JobSpec:
         self.pre_launch = pre_launch
         self.post_launch = post_launch
         self.launcher = launcher
+        self.stage_in = stage_in
+        self.stage_out = stage_out
+        self.cleanup = cleanup
+        self.cleanup_flags = cleanup_flags
 
     # The spec makes attributes non-null; created on first use to keep JobSpec small.
     @property
@@ -165,6 +211,17 @@ class JobSpec:
             _no_nul(f"environment[{key!r}]", value)
         if self.resources is not None:
             self.resources.validate()
+        for stage in self.stage_in or ():
+            _no_nul("stage_in", f"{stage.source} {stage.target}")
+        for out in self.stage_out or ():
+            _no_nul("stage_out", f"{out.source} {out.target}")
+        for path in self.cleanup or ():
+            _no_nul("cleanup", str(path))
+
+    @property
+    def stages_files(self) -> bool:
+        """True if the job has anything to stage in or out or to clean up."""
+        return bool(self.stage_in or self.stage_out or self.cleanup)
 
     def _recheck_containers(self) -> None:
         # Setters check what they are given, but a caller can change a list or dict
@@ -199,6 +256,19 @@ class JobSpec:
             d["resources"] = {"version": self.resources.version, **self.resources.to_dict()}
         if self._attributes is not None and self._attributes.to_dict():
             d["attributes"] = self._attributes.to_dict()
+        if self.stage_in:
+            d["stage_in"] = sorted(({"source": str(s.source), "target": str(s.target),
+                                     "mode": s.mode.name} for s in self.stage_in),
+                                   key=lambda e: (e["target"], e["source"]))
+        if self.stage_out:
+            d["stage_out"] = sorted(({"source": str(s.source), "target": str(s.target),
+                                      "mode": s.mode.name, "flags": s.flags.value}
+                                     for s in self.stage_out),
+                                    key=lambda e: (e["source"], e["target"]))
+        if self.cleanup:
+            d["cleanup"] = sorted(str(p) for p in self.cleanup)
+        if self.cleanup_flags != StageOutFlags.ALWAYS:
+            d["cleanup_flags"] = self.cleanup_flags.value
         return d
 
     @classmethod
@@ -213,6 +283,15 @@ class JobSpec:
             d["resources"] = ResourceSpecV1.from_dict(res)
         if "attributes" in d:
             d["attributes"] = JobAttributes.from_dict(d["attributes"])
+        from .staging import URI
+        if "stage_in" in d:
+            d["stage_in"] = [StageIn(URI(e["source"]), e["target"], StagingMode[e["mode"]])
+                             for e in d["stage_in"]]
+        if "stage_out" in d:
+            d["stage_out"] = [StageOut(e["source"], URI(e["target"]), StageOutFlags(e["flags"]),
+                                       StagingMode[e["mode"]]) for e in d["stage_out"]]
+        if "cleanup_flags" in d:
+            d["cleanup_flags"] = StageOutFlags(d["cleanup_flags"])
         return cls(**d)
 
     def __eq__(self, other: object) -> bool:

@@ -1,9 +1,12 @@
 """Job states, their partial order, and the status record a job carries.
 
-The order is the spec's: NEW < QUEUED < ACTIVE < {COMPLETED, FAILED, CANCELED}; the
-final states are incomparable with one another. ``path_to`` gives the states a job must
-pass through to reach a later one, so executors can synthesise the states a backend
-skipped and every callback sees NEW -> QUEUED -> ACTIVE -> final exactly once.
+The order is psij-python's (with file staging): NEW < QUEUED < STAGE_IN < ACTIVE <
+STAGE_OUT < CLEANUP < {COMPLETED, FAILED, CANCELED}; the final states are incomparable
+with one another. ``path_to`` gives the states a job must pass through to reach a later
+one, so executors can synthesise the states a backend skipped: every job that ran
+reaches callbacks as QUEUED -> STAGE_IN -> ACTIVE -> STAGE_OUT -> CLEANUP -> final,
+each once (the staging states at the moment of the next state when the job has nothing
+to stage), and a job that never ran as QUEUED -> FAILED or CANCELED.
 """
 
 from __future__ import annotations
@@ -16,14 +19,20 @@ __all__ = ["JobState", "JobStateOrder", "JobStatus"]
 
 
 class JobState(enum.Enum):
-    """The six PSI/J job states."""
+    """The PSI/J job states, with psij-python's staging states (and its numbering)."""
 
     NEW = 0
     QUEUED = 1
-    ACTIVE = 2
-    COMPLETED = 3
-    FAILED = 4
-    CANCELED = 5
+    #: files are being staged in (between QUEUED and ACTIVE)
+    STAGE_IN = 2
+    ACTIVE = 3
+    #: the executable has finished; files are being staged out
+    STAGE_OUT = 4
+    #: the job's cleanup paths are being removed
+    CLEANUP = 5
+    COMPLETED = 6
+    FAILED = 7
+    CANCELED = 8
 
     @property
     def final(self) -> bool:
@@ -41,6 +50,11 @@ class JobState(enum.Enum):
     def __str__(self) -> str:
         return self.name
 
+    @staticmethod
+    def from_name(name: str) -> "JobState":
+        """The state named ``name`` (psij-python's spelling of ``JobState[name]``)."""
+        return JobState[name]
+
     # Members are singletons compared by identity, so the identity hash is correct and,
     # unlike Enum's Python-level __hash__, costs nothing in the state tables' lookups.
     __hash__ = object.__hash__
@@ -56,10 +70,14 @@ class JobStateOrder:
         return _PREV.get(state)
 
 
-_PREV = {JobState.QUEUED: JobState.NEW, JobState.ACTIVE: JobState.QUEUED,
-         JobState.COMPLETED: JobState.ACTIVE}
+_PREV = {JobState.QUEUED: JobState.NEW, JobState.STAGE_IN: JobState.QUEUED,
+         JobState.ACTIVE: JobState.STAGE_IN, JobState.STAGE_OUT: JobState.ACTIVE,
+         JobState.CLEANUP: JobState.STAGE_OUT, JobState.COMPLETED: JobState.CLEANUP}
 _FINAL = frozenset((JobState.COMPLETED, JobState.FAILED, JobState.CANCELED))
-_RANK = {s: min(s.value, 3) for s in JobState}
+_RANK = {s: min(s.value, 6) for s in JobState}
+#: the states every job that runs passes through, in order
+_CHAIN = (JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE, JobState.STAGE_OUT,
+          JobState.CLEANUP)
 # The order is tiny and fixed, so it is tabulated once: status updates are a hot path
 # (thousands per second through the Batsim executor), and a set lookup is ~20x cheaper
 # than recomputing through enum properties.
@@ -70,10 +88,11 @@ _GREATER = frozenset((a, b) for a in JobState for b in JobState
 def _path(current: JobState, target: JobState, ran: bool) -> tuple[JobState, ...]:
     if (target, current) not in _GREATER:
         return ()
-    path = [s for s in (JobState.QUEUED, JobState.ACTIVE)
-            if (s, current) in _GREATER and (target, s) in _GREATER]
-    if target in _FINAL and target is not JobState.COMPLETED and not ran:
-        path = [s for s in path if s is not JobState.ACTIVE]
+    path = [s for s in _CHAIN if (s, current) in _GREATER and (target, s) in _GREATER]
+    if (target in _FINAL and target is not JobState.COMPLETED and not ran
+            and _RANK[current] < _RANK[JobState.ACTIVE]):
+        # it never ran: no staging and no ACTIVE made up (QUEUED still, if it was NEW)
+        path = [s for s in path if s is JobState.QUEUED]
     return (*path, target)
 
 
@@ -83,8 +102,9 @@ _PATHS = {(c, t, r): _path(c, t, r) for c in JobState for t in JobState for r in
 def path_to(current: JobState, target: JobState, ran: bool) -> tuple[JobState, ...]:
     """The states from ``current`` (exclusive) to ``target`` (inclusive), in order.
 
-    ``ran`` says whether the job is known to have executed: COMPLETED always implies it;
-    FAILED or CANCELED of a job that never ran go straight from QUEUED.
+    ``ran`` says whether the job is known to have executed: COMPLETED always implies it,
+    and so does a job already ACTIVE or later; FAILED or CANCELED of a job that never
+    ran go straight from QUEUED (or from STAGE_IN, where a stage-in failed).
     Returns () when ``target`` is not greater than ``current``.
     """
     return _PATHS[current, target, ran]

@@ -73,7 +73,8 @@ def test_simple_job_completes_at_its_simulated_time(make_executor: MakeExecutor)
     assert len(status.metadata["nodes"]) == 1
     assert ex.list() == [job.native_id]
     ex.close()
-    assert starts.states[job.id] == [JobState.QUEUED, JobState.ACTIVE, JobState.COMPLETED]
+    assert starts.states[job.id] == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
+                                     JobState.STAGE_OUT, JobState.CLEANUP, JobState.COMPLETED]
     row = jobs_csv(ex)["1"]  # Batsim's own output is complete after close()
     assert row["final_state"] == "COMPLETED_SUCCESSFULLY" and float(row["finish_time"]) == 10.0
 

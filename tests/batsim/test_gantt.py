@@ -39,6 +39,28 @@ def test_draw_png(jobs_csv: Path, tmp_path: Path) -> None:
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_labels_and_legend_outside_the_bars(jobs_csv: Path, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bars carry the workflow's names where given (the job's number elsewhere), and the
+    legend lies right of the plotting area, where it can cover no bar."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+    kept = []
+    monkeypatch.setattr(plt, "close", kept.append)  # keep the real figure to look at it
+    bars = gantt.read_jobs(jobs_csv)
+    named, unnamed = bars[0], bars[1]
+    gantt.draw(jobs_csv, tmp_path / "schedule.png", labels={named.job_id: "my-prepare-step"})
+    (fig,) = kept
+    ax = fig.axes[0]
+    texts = {t.get_text() for t in ax.texts}
+    assert "my-prepare-step" in texts and named.job_id.split("!")[-1] not in texts
+    assert unnamed.job_id.split("!")[-1] in texts
+    renderer = fig.canvas.get_renderer()
+    legend = ax.get_legend().get_window_extent(renderer)
+    assert legend.x0 >= ax.get_window_extent(renderer).x1
+    fig.clf()
+
+
 def test_command_line(jobs_csv: Path, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     out = tmp_path / "cli.png"

@@ -221,6 +221,7 @@ def test_interrupt_cancels_the_jobs_of_run(tmp_path: Path, cli: Cli,
     (("run",), 2, "no command to run"),
     (("submit", "--config", "bogus=1", "/bin/true"), 2, "no setting 'bogus'"),
     (("status",), 2, "required: ID"),
+    (("submit", "--hold", "/bin/true"), 125, "only from the process that submitted it"),
 ])
 def test_errors_are_one_clear_line(cli: Cli, args: tuple[str, ...], code: int,
                                    message: str) -> None:
@@ -278,3 +279,20 @@ def test_the_same_commands_drive_slurm(cli: Cli, tmp_path: Path) -> None:
     assert p.stdout.split()[:2] in ([native_id, "QUEUED"], [native_id, "ACTIVE"]), p.stderr
     p = cli("cancel", "-x", "slurm", "--timeout", "120", native_id)
     assert p.returncode == 0 and p.stdout.startswith(f"{native_id} CANCELED"), p.stderr
+
+    # held, then released, each from a process of its own
+    native_id = cli("submit", "-x", "slurm", "--hold", "/bin/true").stdout.strip()
+    assert native_id.isdigit()
+    p = cli("status", "-x", "slurm", native_id)
+    assert p.stdout.startswith(f"{native_id} QUEUED (held: JobHeld"), (p.stdout, p.stderr)
+    p = cli("release", "-x", "slurm", native_id)
+    assert p.returncode == 0 and "held" not in p.stdout, (p.stdout, p.stderr)
+    p = cli("cancel", "-x", "slurm", "--timeout", "120", native_id)
+    assert p.returncode == 0, p.stderr
+
+
+def test_a_url_the_executor_cannot_serve_is_refused(cli: Cli, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    p = cli("run", "--url", "ssh://login.example.org", "/usr/bin/touch", str(marker))
+    assert p.returncode != 0 and not marker.exists()
+    assert "'ssh://login.example.org'" in p.stderr and "executor 'local'" in p.stderr

@@ -64,7 +64,7 @@ def test_options_become_spec_fields(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         "--name", "n 1", "--cwd", "sub", "--stdout", "o", "--stdin", "/dev/null",
         "--env", "A=1", "--env", "B=${A}x", "--no-inherit-env", "--launcher", "multiple",
         "-N", "2", "--processes-per-node", "3", "-c", "4", "--gpus-per-process", "0",
-        "--memory", "1G", "--exclusive", "-t", "2h", "-q", "debug", "--account", "p",
+        "--memory", "1G", "--exclusive", "-t", "2h", "-q", "debug", "--account", "p", "-P", "pr",
         "--reservation", "r", "--attr", "slurm.constraint=a b", "--attr-json",
         'batsim.profile={"type": "delay", "delay": 5}',
         "/bin/echo", "-n", "$HOME", "--nodes", "9"))
@@ -78,7 +78,8 @@ def test_options_become_spec_fields(tmp_path: Path, monkeypatch: pytest.MonkeyPa
                                             cpu_cores_per_process=4, gpu_cores_per_process=0,
                                             memory=2**30, exclusive_node_use=True)
     assert spec.attributes == JobAttributes(
-        duration=timedelta(hours=2), queue_name="debug", project_name="p", reservation_id="r",
+        duration=timedelta(hours=2), queue_name="debug", account="p", project_name="pr",
+        reservation_id="r",
         custom_attributes={"slurm.constraint": "a b",
                            "batsim.profile": {"type": "delay", "delay": 5}})
 

@@ -188,7 +188,8 @@ def test_cancel_running_job(executor: JobExecutor, launcher: str, wait_final: Wa
     assert status.state is JobState.CANCELED, status
     assert status.message and "cancel" in status.message.lower()
     assert rec.done.wait(TIMEOUT)
-    assert rec.states == [JobState.QUEUED, JobState.ACTIVE, JobState.CANCELED]
+    assert rec.states == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
+                          JobState.STAGE_OUT, JobState.CLEANUP, JobState.CANCELED]
 
 
 @pytest.mark.requires("cancel")
@@ -229,7 +230,8 @@ def test_callbacks_see_each_state_once_in_order(executor: JobExecutor, launcher:
     executor.submit(job)
     wait_final(job)
     assert at_job.done.wait(TIMEOUT) and at_executor.done.wait(TIMEOUT)
-    expected = [JobState.QUEUED, JobState.ACTIVE, JobState.COMPLETED]
+    expected = [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
+                JobState.STAGE_OUT, JobState.CLEANUP, JobState.COMPLETED]
     assert at_job.states == expected
     assert at_executor.states == expected
 
@@ -241,7 +243,8 @@ def test_callbacks_of_a_failed_job(executor: JobExecutor, wait_final: WaitFinal)
     executor.submit(job)
     wait_final(job)
     assert rec.done.wait(TIMEOUT)
-    assert rec.states == [JobState.QUEUED, JobState.ACTIVE, JobState.FAILED]
+    assert rec.states == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
+                          JobState.STAGE_OUT, JobState.CLEANUP, JobState.FAILED]
 
 
 @pytest.mark.requires("parallel", "executes")

@@ -28,10 +28,15 @@ def test_state_order_follows_the_spec() -> None:
 
 
 @pytest.mark.parametrize("current,target,ran,expected", [
-    (S.NEW, S.COMPLETED, False, [S.QUEUED, S.ACTIVE, S.COMPLETED]),
+    (S.NEW, S.COMPLETED, False, [S.QUEUED, S.STAGE_IN, S.ACTIVE, S.STAGE_OUT, S.CLEANUP,
+                                 S.COMPLETED]),
     (S.QUEUED, S.FAILED, False, [S.FAILED]),
-    (S.QUEUED, S.FAILED, True, [S.ACTIVE, S.FAILED]),
+    (S.QUEUED, S.FAILED, True, [S.STAGE_IN, S.ACTIVE, S.STAGE_OUT, S.CLEANUP, S.FAILED]),
     (S.NEW, S.CANCELED, False, [S.QUEUED, S.CANCELED]),
+    (S.STAGE_IN, S.FAILED, False, [S.FAILED]),  # a stage-in that failed: it never ran
+    (S.ACTIVE, S.CANCELED, False, [S.STAGE_OUT, S.CLEANUP, S.CANCELED]),  # it ran
+    (S.QUEUED, S.ACTIVE, False, [S.STAGE_IN, S.ACTIVE]),
+    (S.CLEANUP, S.STAGE_OUT, True, []),
     (S.ACTIVE, S.QUEUED, False, []),
     (S.COMPLETED, S.FAILED, True, []),
 ])
@@ -145,9 +150,15 @@ def test_resource_constructor_takes_psij_positional_order() -> None:
         ResourceSpec.get_instance(2)
 
 
-def test_account_is_project_name() -> None:
-    a = JobAttributes(account="proj")
-    assert a.project_name == "proj" and a.account == "proj"
+def test_account_and_project_name_are_two_fields() -> None:
+    a = JobAttributes(account="acct")
+    assert a.project_name is None and a.account == "acct"
+    a.project_name = "proj"
+    assert (a.account, a.project_name) == ("acct", "proj")
+    # psij-python 0.9.11's positional order: duration, queue_name, account
+    assert JobAttributes(timedelta(minutes=1), "q", "acct").account == "acct"
+    assert a != JobAttributes(account="acct") and a == JobAttributes(account="acct",
+                                                                    project_name="proj")
     a.set_custom_attribute("slurm.constraint", "haswell")
     a.set_custom_attribute("flux.x", 1)
     assert a.custom_for("slurm") == {"constraint": "haswell"}

@@ -94,7 +94,10 @@ def test_config_and_exception_attributes() -> None:
 def test_state_order_and_walltimes() -> None:
     from hpcjobs.job_state import JobStateOrder
 
-    assert JobStateOrder.prev(JobState.COMPLETED) is JobState.ACTIVE
+    assert JobStateOrder.prev(JobState.COMPLETED) is JobState.CLEANUP
+    assert JobStateOrder.prev(JobState.ACTIVE) is JobState.STAGE_IN
+    assert JobStateOrder.prev(JobState.STAGE_IN) is JobState.QUEUED
+    assert JobState.from_name("STAGE_OUT") is JobState.STAGE_OUT
     assert JobStateOrder.prev(JobState.QUEUED) is JobState.NEW
     assert JobStateOrder.prev(JobState.FAILED) is None
     p = JobAttributes.parse_walltime

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -93,13 +94,31 @@ class FluxInstance:
     def kill(self) -> None:
         """Kill every process of the instance at once (brokers, shells, jobs), as a
         crash of its nodes would: nothing is shut down cleanly."""
-        for process in psutil.process_iter(["pid"]):
+        members = []
+        for process in psutil.process_iter(["pid", "name"]):
             try:
                 if os.getsid(process.pid) == self._process.pid:
-                    process.kill()
+                    members.append(process)
             except (OSError, psutil.Error):
                 continue
+        # the brokers first: a shell killed while its broker lives is a job's end that
+        # Flux reports ("killed by signal 9"), not a crash (pids alone give no order:
+        # they wrap around)
+        members.sort(key=lambda p: "broker" not in (p.info.get("name") or ""))
+        for process in members:
+            try:
+                process.kill()
+            except psutil.Error:
+                continue
         self.stop()
+
+    def kill_broker(self, rank: int) -> None:
+        """Kill the broker of one rank with SIGKILL, as the crash of that node would
+        (its job shells and tasks are left as they are)."""
+        pid = subprocess.run(["flux", "exec", "-r", str(rank), "flux", "getattr", "broker.pid"],
+                             env={**os.environ, "FLUX_URI": self.uri}, check=True,
+                             capture_output=True, text=True, timeout=START_TIMEOUT).stdout
+        os.kill(int(pid), signal.SIGKILL)
 
     def stop(self) -> None:
         """Shut the instance down (its jobs are killed) and wait until it is gone."""

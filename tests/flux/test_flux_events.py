@@ -140,3 +140,20 @@ def test_task_signal_from_exec_eventlog() -> None:
     assert restated is not None
     assert (restated.state, restated.exit_code, restated.message) == (
         JobState.FAILED, -9, "killed by signal 9 (SIGKILL)")
+
+
+def test_a_lost_node_is_never_a_success() -> None:
+    """A two-node job whose node1 broker died (flux-core 0.88, observed): Flux raises a
+    non-fatal ``node-failure`` and the job goes on, ending with node0's status 0. The
+    tasks on node1 never reported: FAILED, no exit code, saying which node."""
+    status = final([
+        ("submit", {"urgency": 16, "userid": 1000, "flags": 0, "version": 1}),
+        ("alloc", {}), ("start", {}),
+        ("exception", {"type": "node-failure", "severity": 2, "userid": 1000,
+                       "note": "node failure on node1 (shell rank 1)"}),
+        ("finish", {"status": 0}), ("release", {"ranks": "all", "final": True}),
+        ("free", {}), ("clean", {})])
+    assert (status.state, status.exit_code, status.message) == (
+        JobState.FAILED, None, "a node of the job was lost (Flux: node failure on node1 "
+        "(shell rank 1)): the tasks there never reported their end; the other tasks exited "
+        "with code 0")

@@ -91,8 +91,9 @@ def test_true(executor: JobExecutor) -> None:
     assert job.status.state is not JobState.NEW  # submit() returns with the job QUEUED
     status = job.wait(timeout=WAIT)
     assert status is not None and (status.state, status.exit_code) == (JobState.COMPLETED, 0)
-    eventually(lambda: len(states) == 3)
-    assert states == [JobState.QUEUED, JobState.ACTIVE, JobState.COMPLETED]
+    eventually(lambda: len(states) == 6)
+    assert states == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
+                      JobState.STAGE_OUT, JobState.CLEANUP, JobState.COMPLETED]
 
 
 def test_exit3(executor: JobExecutor) -> None:
@@ -376,8 +377,9 @@ def test_attach_to_jobs_of_the_flux_command(executor: JobExecutor) -> None:
     executor.attach(job, running.f58)
     status = job.wait(timeout=WAIT)
     assert status is not None and (status.state, status.exit_code) == (JobState.COMPLETED, 0)
-    eventually(lambda: len(states) == 3)
-    assert states == [JobState.QUEUED, JobState.ACTIVE, JobState.COMPLETED]
+    eventually(lambda: len(states) == 6)
+    assert states == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
+                      JobState.STAGE_OUT, JobState.CLEANUP, JobState.COMPLETED]
 
     late = Job()
     executor.attach(late, str(int(finished)))  # any Flux id encoding
@@ -492,7 +494,7 @@ def test_jobspec_fields(executor: JobExecutor) -> None:
     job = Job(JobSpec("/bin/true", name="my job", resources=ResourceSpecV1(
         node_count=1, process_count=2, cpu_cores_per_process=1, exclusive_node_use=True),
         attributes=JobAttributes(duration=timedelta(seconds=90),
-                                 project_name="acct", custom_attributes={
+                                 account="acct", project_name="proj", custom_attributes={
                                      "flux.shell_options": {"cpu-affinity": "off"},
                                      "flux.user.note": "mine", "slurm.ignored": 1})))
     executor.submit(job)
@@ -503,8 +505,8 @@ def test_jobspec_fields(executor: JobExecutor) -> None:
         {"type": "slot", "count": 2, "with": [{"type": "core", "count": 1}],
          "label": "task"}]}]
     assert spec["tasks"][0]["count"] == {"total": 1}  # the launcher starts the processes
-    assert (system["duration"], system["bank"], system["job"]["name"]) \
-        == (90.0, "acct", "my job")
+    assert (system["duration"], system["bank"], system["project"], system["job"]["name"]) \
+        == (90.0, "acct", "proj", "my job")
     assert system["shell"]["options"]["cpu-affinity"] == "off"
     assert spec["attributes"]["user"] == {"note": "mine"}
 
@@ -655,8 +657,9 @@ def test_guest_of_a_system_instance(executor: JobExecutor,
         status = job.wait(timeout=WAIT)
         assert status is not None and (status.state, status.exit_code) == (
             JobState.CANCELED, -15)
-    eventually(lambda: len(states) == 3)
-    assert states == [JobState.QUEUED, JobState.ACTIVE, JobState.CANCELED]
+    eventually(lambda: len(states) == 6)
+    assert states == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
+                      JobState.STAGE_OUT, JobState.CLEANUP, JobState.CANCELED]
     prefix = f"hpcjobs-flux-{executor._instance}-"  # type: ignore[attr-defined]
     watchers = [t.name for t in threading.enumerate() if t.name.startswith(prefix)]
     assert sorted(watchers) == [prefix + "callbacks", prefix + "events"]
@@ -684,8 +687,9 @@ def test_attach_after_a_client_restart_replays_everything(flux_uri: str) -> None
             status = job.wait(timeout=WAIT)
             assert status is not None and (status.state, status.exit_code) == (
                 JobState.FAILED, code)
-            eventually(lambda: len(states) == 3)
-            assert states == [JobState.QUEUED, JobState.ACTIVE, JobState.FAILED]
+            eventually(lambda: len(states) == 6)
+            assert states == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
+                              JobState.STAGE_OUT, JobState.CLEANUP, JobState.FAILED]
     finally:
         second.close()
 
@@ -754,8 +758,9 @@ def test_a_broken_connection_loses_no_event(link: flux_link.FluxLink, linked: Jo
         status = job.wait(timeout=WAIT)
         assert status is not None and (status.state, status.exit_code) \
             == expected[script], (script, status)
-        eventually(lambda states=states: len(states) == 3, states)
-        assert states == [JobState.QUEUED, JobState.ACTIVE, expected[script][0]]
+        eventually(lambda states=states: len(states) == 6, states)
+        assert states == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
+                          JobState.STAGE_OUT, JobState.CLEANUP, expected[script][0]]
     after = Job(JobSpec("/bin/sleep", ["300"]))
     linked.submit(after)
     after.wait(timeout=WAIT, target_states=JobState.ACTIVE)
@@ -825,5 +830,39 @@ def test_an_instance_that_goes_away(private_instance: real_flux.FluxInstance) ->
             assert status.message is not None and status.message.startswith(
                 f"lost contact with the Flux instance at {private.uri}"), status.message
             assert "unknown" in status.message
+    finally:
+        ex.close()
+
+
+def test_brokers_killed_mid_run_no_job_completes(
+        private_instance: real_flux.FluxInstance) -> None:
+    """The brokers are killed with SIGKILL while jobs run, node1's first: Flux lets a
+    two-node job whose node1 shell was lost go on (a non-fatal ``node-failure``
+    exception) and end with node0's status alone, 0 here; the job never finished on
+    node1 and must not read COMPLETED. Then node0's broker dies too: every job ends
+    FAILED saying why, none COMPLETED, nothing hangs."""
+    private = private_instance
+    ex = JobExecutor.get_instance("flux", url=private.uri)
+    try:
+        both = ResourceSpecV1(node_count=2, processes_per_node=1)
+        spread = [Job(JobSpec("/bin/sleep", ["4"], resources=both)) for _ in range(2)]
+        single = [Job(JobSpec("/bin/sleep", ["30"])) for _ in range(3)]
+        for job in spread + single:
+            ex.submit(job)
+        for job in spread + single:
+            job.wait(timeout=WAIT, target_states=JobState.ACTIVE)
+        time.sleep(1)  # the shells have started (no timing asserted: either way, FAILED)
+        private.kill_broker(1)
+        for job in spread:  # node0's task ends by itself, after 4 s
+            status = job.wait(timeout=WAIT)
+            assert status is not None and status.state is JobState.FAILED, status
+            assert status.exit_code is None, status
+            assert status.message is not None and "node failure on node1" in status.message
+        private.kill()
+        for job in single:
+            status = job.wait(timeout=WAIT)
+            assert status is not None and status.state is JobState.FAILED, status
+            assert status.message is not None and ("node failure on node1" in status.message
+                                                   or "lost contact" in status.message), status
     finally:
         ex.close()

@@ -29,7 +29,7 @@ SPECS = {
                                  gpu_cores_per_process=1, memory=3 * 1024**3 + 1,
                                  exclusive_node_use=True),
         attributes=JobAttributes(duration=timedelta(hours=1, minutes=30, seconds=1),
-                                 queue_name="debug", project_name="proj-1",
+                                 queue_name="debug", account="acct-1",
                                  custom_attributes={"slurm.constraint": "haswell&ib",
                                                     "slurm.hold": True, "slurm.requeue": False,
                                                     "slurm.comment": "it's a test",
@@ -41,6 +41,11 @@ SPECS = {
         resources=ResourceSpecV1(process_count=4)),
     "srun": JobSpec("/opt/app", launcher="srun", resources=ResourceSpecV1(process_count=3)),
     "reservation": JobSpec("/bin/true", attributes=JobAttributes(reservation_id="R12.server")),
+    # PBS: -A and -P; Slurm and Torque have one accounting field and refuse two values
+    "account_and_project": JobSpec("/bin/true", attributes=JobAttributes(
+        account="acct-1", project_name="proj 1")),
+    # Slurm and Torque: a project alone is the account
+    "project": JobSpec("/bin/true", attributes=JobAttributes(project_name="proj-1")),
     "hostile": JobSpec(f"/opt/{HOSTILE}", [HOSTILE, "${HOME}", "$HOME", ""], name=HOSTILE,
                        directory=f"/tmp/{HOSTILE}", environment={"V": HOSTILE},
                        stdout_path=f"/tmp/{HOSTILE}/out"),
@@ -49,7 +54,8 @@ SPECS = {
 
 BACKENDS = ["slurm", "pbs", "torque"]
 #: cases a backend refuses or that are another's own
-NOT_FOR = {"srun": {"pbs", "torque"}, "reservation": {"torque"}}
+NOT_FOR = {"srun": {"pbs", "torque"}, "reservation": {"torque"},
+           "account_and_project": {"slurm", "torque"}}
 
 
 def executor(backend: str) -> JobExecutor:
@@ -103,3 +109,11 @@ def test_torque_refuses_a_reservation_and_a_shell_unsafe_work_directory(tmp_path
     unsafe = JobExecutor.get_instance("torque", config={"work_directory": tmp_path / "a b"})
     with pytest.raises(InvalidJobException, match="through a shell"):
         unsafe.render_script(SPECS["minimal"], JOB_DIR)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("backend", ["slurm", "torque"])
+def test_one_accounting_field_refuses_account_and_a_different_project(backend: str) -> None:
+    with pytest.raises(InvalidJobException, match="account .* and project_name .* one accounting"):
+        executor(backend).render_script(SPECS["account_and_project"], JOB_DIR)  # type: ignore[attr-defined]
+    same = JobSpec("/bin/true", attributes=JobAttributes(account="a", project_name="a"))
+    assert "a\n" in rendered(executor(backend), same)

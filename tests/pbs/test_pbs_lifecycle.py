@@ -45,8 +45,9 @@ def test_exit_codes_and_states_in_order(executor: JobExecutor, command: str, sta
     status = finished(job)
     assert (status.state, status.exit_code) == (state, code), status
     assert words in (status.message or "")
-    wait_until(lambda: len(seen) == 3, "the final callback")
-    assert [s.state for s in seen] == [JobState.QUEUED, JobState.ACTIVE, state]
+    wait_until(lambda: len(seen) == 6, "the final callback")
+    assert [s.state for s in seen] == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
+                                       JobState.STAGE_OUT, JobState.CLEANUP, state]
 
 
 def test_walltime_kill_ends_failed_saying_walltime(executor: JobExecutor) -> None:

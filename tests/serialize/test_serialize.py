@@ -53,6 +53,7 @@ def attributes(draw: Any) -> JobAttributes:
     return JobAttributes(
         duration=draw(durations),
         queue_name=draw(st.none() | any_text),
+        account=draw(st.none() | any_text),
         project_name=draw(st.none() | any_text),
         reservation_id=draw(st.none() | any_text),
         custom_attributes=draw(st.none() | st.dictionaries(any_text, json_values, max_size=4)))
@@ -133,7 +134,7 @@ def test_document_shape_is_the_documented_envelope() -> None:
         "format": FORMAT, "version": 1, "kind": "JobSpec",
         "spec": {"executable": "/bin/echo", "arguments": ["hi", "3"], "directory": "/tmp",
                  "resources": {"version": 1, "node_count": 2, "processes_per_node": 4},
-                 "attributes": {"duration": 3600, "project_name": "p1"}}}
+                 "attributes": {"duration": 3600, "account": "p1"}}}
 
 
 def test_sub_second_duration_is_written_as_exact_float() -> None:
@@ -183,8 +184,11 @@ def doc(**changes: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("document,message", [
-    ([], "not an hpcjobs job document"),
-    ({"version": 1, "kind": "JobSpec", "spec": {}}, "not an hpcjobs job document"),
+    ([], "not a job document: a JSON list"),
+    # without "format", a psij-python document, whose fields these are not
+    ({"version": 1, "kind": "JobSpec", "spec": {}},
+     "not a job document: field 'version' is not one of psij-python's"),
+    (doc(format="psij"), "format: 'psij' is not a job document format"),
     (doc(version=2), "version 2 is not supported"),
     (doc(version="1"), "version '1' is not supported"),
     (doc(kind="Executor"), "unknown job document kind 'Executor'"),
@@ -249,8 +253,9 @@ def test_custom_attributes_read_as_infinite_are_refused() -> None:
 
 def test_psij_json_serializer_offers_psij_methods(tmp_path: Path) -> None:
     """psij-python code: ``from psij.serialize import JSONSerializer``; every pair of
-    methods writes our documents and reads them back equal."""
-    from hpcjobs.serialize import JSONSerializer
+    methods writes psij-python's documents for a spec (ours for a Job, or with
+    ``format=FORMAT``) and reads them back equal."""
+    from hpcjobs.serialize import PSIJ_FORMAT, JSONSerializer
 
     s = JSONSerializer()
     spec = JobSpec("/bin/sleep", ["1"], name="test", directory=Path("/tmp"),
@@ -260,8 +265,13 @@ def test_psij_json_serializer_offers_psij_methods(tmp_path: Path) -> None:
                                             custom_attributes={"slurm.constraint": "x"}),
                    launcher="single")
     text = s.dumps(spec)
-    assert text == dumps(spec) and s.loads(text) == spec and s.dumps(s.loads(text)) == text
-    assert s.to_dict(spec) == to_dict(spec) and s.from_dict(s.to_dict(spec)) == spec
+    assert text == dumps(spec, format=PSIJ_FORMAT) and "format" not in json.loads(text)
+    assert s.loads(text) == spec and s.dumps(s.loads(text)) == text
+    assert s.to_dict(spec) == to_dict(spec, format=PSIJ_FORMAT)
+    assert s.from_dict(s.to_dict(spec)) == spec
+    assert JSONSerializer(format=FORMAT).dumps(spec) == dumps(spec)
+    job = Job(spec)
+    assert s.to_dict(job) == to_dict(job)
     with open(tmp_path / "spec.json", "w") as f:
         s.dump(spec, f)
     with open(tmp_path / "spec.json") as f:
@@ -271,4 +281,6 @@ def test_psij_json_serializer_offers_psij_methods(tmp_path: Path) -> None:
     with open(tmp_path / "spec.bin", "rb") as rb:
         assert s.load(rb) == spec
     with pytest.raises(ValueError):
-        s.loads("{}")
+        s.loads('{"executable": "/bin/true", "exe": 1}')
+    with pytest.raises(ValueError):
+        JSONSerializer(format="yaml")

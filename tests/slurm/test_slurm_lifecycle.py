@@ -30,8 +30,9 @@ def test_exit_code_and_states_in_order(executor: JobExecutor) -> None:
     status = job.wait(timeout=WAIT)
     assert status is not None and status.state is JobState.FAILED
     assert status.exit_code == 7 and "exited with code 7" in (status.message or "")
-    wait_until(lambda: len(seen) == 3, "the FAILED callback")
-    assert states(seen) == [JobState.QUEUED, JobState.ACTIVE, JobState.FAILED]
+    wait_until(lambda: len(seen) == 6, "the FAILED callback")
+    assert states(seen) == [JobState.QUEUED, JobState.STAGE_IN, JobState.ACTIVE,
+                            JobState.STAGE_OUT, JobState.CLEANUP, JobState.FAILED]
 
 
 def test_cancel_a_pending_held_job(executor: JobExecutor) -> None:

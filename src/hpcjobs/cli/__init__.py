@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     g = common.add_argument_group("executor")
     g.add_argument("-x", "--executor", default="local", metavar="NAME",
                    help="executor to use (default: local)")
+    g.add_argument("--url", metavar="URL",
+                   help="where the executor runs its jobs (ssh://[user@]host[:port]; see "
+                        "docs/remote.md); an executor that cannot serve it refuses it")
     g.add_argument("--config", action="append", type=options.key_value, default=[],
                    metavar="KEY=VALUE", help="executor setting, e.g. work_directory=/tmp/w")
     g.add_argument("--json", action="store_true",
@@ -71,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--pre-launch", metavar="SCRIPT", help="sourced before the job")
     g.add_argument("--post-launch", metavar="SCRIPT", help="sourced after the job")
     g.add_argument("--launcher", metavar="NAME", help="single (default), multiple, mpirun, srun")
+    g.add_argument("--batch-script", action="store_true",
+                   help="EXECUTABLE is a batch script of yours: its #SBATCH/#PBS lines are "
+                        "kept, the options here only add what they leave unset")
     g = job.add_argument_group("resources")
     g.add_argument("-N", "--nodes", type=int, metavar="N")
     g.add_argument("-n", "--processes", type=int, metavar="N")
@@ -85,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="DURATION",
                    help="walltime: 90s, 10m, 1h30m, 2d, HH:MM:SS or D-HH[:MM[:SS]]")
     g.add_argument("-q", "--queue")
-    g.add_argument("-A", "--project", "--account", dest="project")
+    g.add_argument("-A", "--account", help="who pays (Slurm --account, PBS -A, Flux bank)")
+    g.add_argument("-P", "--project", help="the project (PBS -P, Flux project)")
     g.add_argument("--reservation")
     g.add_argument("--attr", action="append", type=options.key_value, default=[],
                    metavar="KEY=VALUE",
@@ -111,9 +118,14 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "run":
             p.add_argument("--timeout", type=_seconds, metavar="SECONDS",
                            help="stop waiting after this long (jobs keep running)")
+        else:
+            p.add_argument("--hold", action="store_true",
+                           help="queue the jobs held: they start after 'hpcjobs release'")
     for name, func, help_text in (
             ("status", commands.status, "print the status of jobs by native id"),
-            ("cancel", commands.cancel, "cancel jobs by native id and wait for their end")):
+            ("cancel", commands.cancel, "cancel jobs by native id and wait for their end"),
+            ("hold", commands.hold, "hold queued jobs by native id"),
+            ("release", commands.release, "release held jobs by native id")):
         p = sub.add_parser(name, parents=[common], help=help_text, description=help_text)
         p.add_argument("ids", nargs="+", metavar="ID", help="native id")
         p.add_argument("--timeout", type=_seconds, default=30.0, metavar="SECONDS",

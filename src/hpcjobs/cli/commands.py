@@ -27,7 +27,7 @@ from ..state import JobState
 from . import options
 from .progress import Progress
 
-__all__ = ["run", "submit", "status", "cancel", "list_jobs", "describe", "EXIT_JOB_FAILED",
+__all__ = ["run", "submit", "status", "cancel", "hold", "release", "list_jobs", "describe", "EXIT_JOB_FAILED",
            "EXIT_TIMEOUT", "EXIT_ERROR", "EXIT_INTERRUPTED"]
 
 EXIT_JOB_FAILED = 1
@@ -42,7 +42,7 @@ def err(message: str) -> None:
 
 
 def _executor(ns: argparse.Namespace) -> JobExecutor:
-    return JobExecutor.get_instance(ns.executor,
+    return JobExecutor.get_instance(ns.executor, url=ns.url,
                                     config=options.executor_config(ns.executor, ns.config))
 
 
@@ -54,7 +54,9 @@ def run(ns: argparse.Namespace) -> int:
     with _executor(ns) as ex:
         if progress is not None:
             ex.set_job_status_callback(progress)
-        captured = _capture_streams(spec, ex) if len(jobs) == 1 and not ns.json else None
+        # (a batch script of the user's says itself where its output goes)
+        captured = (_capture_streams(spec, ex)
+                    if len(jobs) == 1 and not ns.json and not ns.batch_script else None)
         _submit_all(ex, jobs)
         try:
             finished = _wait_all(jobs, ns.timeout)
@@ -107,7 +109,15 @@ def submit(ns: argparse.Namespace) -> int:
     spec = options.build_spec(ns)
     jobs = [Job(spec) for _ in range(ns.count)]
     with _executor(ns) as ex:
-        _submit_all(ex, jobs)
+        if ns.hold:
+            if ex.name == "local":
+                raise ValueError("the local executor releases a held job only from the "
+                                 "process that submitted it: use the API "
+                                 "(submit(job, hold=True), then release(job))")
+            for job in jobs:  # (a held job goes alone: no array)
+                ex.submit(job, hold=True)
+        else:
+            _submit_all(ex, jobs)
     for job in jobs:
         print(serialize.dumps(job) if ns.json else job.native_id)
     return 0
@@ -130,6 +140,25 @@ def cancel(ns: argparse.Namespace) -> int:
                 ex.cancel(job)
         _wait_all(jobs, max(0.0, deadline - time.monotonic()))
     return _report(jobs, ns.json, ns.timeout, need_final=True)
+
+
+def hold(ns: argparse.Namespace) -> int:
+    """Attach to each native id, hold it, and print its status."""
+    return _hold_or_release(ns, held=True)
+
+
+def release(ns: argparse.Namespace) -> int:
+    """Attach to each native id, release it, and print its status."""
+    return _hold_or_release(ns, held=False)
+
+
+def _hold_or_release(ns: argparse.Namespace, held: bool) -> int:
+    with _executor(ns) as ex:
+        jobs = _attach_all(ex, ns.ids, ns.timeout)
+        for job in jobs:
+            if job.status.state is not JobState.NEW:
+                (ex.hold if held else ex.release)(job)
+    return _report(jobs, ns.json, ns.timeout, need_final=False)
 
 
 def gantt(ns: argparse.Namespace) -> int:
@@ -210,7 +239,9 @@ def describe(job: Job) -> str:
     if s.exit_code is not None:
         text += f" (exit code {s.exit_code})"
     meta = s.metadata or {}
-    if s.state is JobState.QUEUED and meta.get("reason_pending"):
+    if s.state is JobState.QUEUED and meta.get("held"):
+        text += f" (held: {meta.get('reason_pending') or 'until released'})"
+    elif s.state is JobState.QUEUED and meta.get("reason_pending"):
         text += f" (pending: {meta['reason_pending']}"
         if isinstance(meta.get("t_estimate"), (int, float)):
             start = datetime.fromtimestamp(meta["t_estimate"]).isoformat(" ", "seconds")

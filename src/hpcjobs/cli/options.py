@@ -110,7 +110,8 @@ _RESOURCE_OPTIONS = {"nodes": "node_count", "processes": "process_count",
                      "processes_per_node": "processes_per_node",
                      "cores_per_process": "cpu_cores_per_process",
                      "gpus_per_process": "gpu_cores_per_process", "memory": "memory"}
-_ATTRIBUTE_OPTIONS = {"time": "duration", "queue": "queue_name", "project": "project_name",
+_ATTRIBUTE_OPTIONS = {"time": "duration", "queue": "queue_name", "account": "account",
+                      "project": "project_name",
                       "reservation": "reservation_id"}
 _PATH_OPTIONS = {"cwd": "directory", "stdin": "stdin_path", "stdout": "stdout_path",
                  "stderr": "stderr_path", "pre_launch": "pre_launch",
@@ -156,6 +157,11 @@ def build_spec(ns: argparse.Namespace) -> JobSpec:
             setattr(attributes, field, getattr(ns, option))
     for key, value in [*ns.attr, *ns.attr_json]:
         attributes.set_custom_attribute(key, value)
+    if ns.batch_script:
+        from ..executors.batch.user_script import SCRIPT_ATTRIBUTE  # (the batch machinery)
+        if spec.executable is not None:  # read at submit, maybe elsewhere: made absolute
+            spec.executable = str(_path(spec.executable))
+        attributes.set_custom_attribute(SCRIPT_ATTRIBUTE, True)
     return spec
 
 

@@ -5,7 +5,7 @@
 #PBS -l place=scatter:excl
 #PBS -l walltime=1:30:01
 #PBS -q debug
-#PBS -A proj-1
+#PBS -A acct-1
 #PBS -o /home/user/.hpcjobs/work/batch/job-1/batch.out
 #PBS -j oe
 #PBS -k oed

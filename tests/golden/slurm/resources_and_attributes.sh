@@ -9,7 +9,7 @@
 #SBATCH --exclusive
 #SBATCH --time=1:30:01
 #SBATCH --partition=debug
-#SBATCH --account=proj-1
+#SBATCH --account=acct-1
 #SBATCH --constraint='haswell&ib'
 #SBATCH --hold
 #SBATCH --comment='it'"'"'s a test'

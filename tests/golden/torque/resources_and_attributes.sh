@@ -6,7 +6,7 @@
 #PBS -n
 #PBS -l walltime=1:30:01
 #PBS -q debug
-#PBS -A proj-1
+#PBS -A acct-1
 #PBS -o /home/user/.hpcjobs/work/batch/job-1/batch.out
 #PBS -j oe
 #PBS -W umask=022

@@ -77,7 +77,7 @@ class Staged:
     def group_key(self) -> Hashable:
         """What it must share with others to go in the same array: its :func:`shape`,
         or itself alone. Worked out when a round has more than one job only (a lone
-        submit, the usual case, goes alone: its shape was 5-7 us of its own CPU)."""
+        submit, the usual case, goes alone without it)."""
         return id(self) if self.per_job is None else shape(self.directives, self.per_job)
 
 

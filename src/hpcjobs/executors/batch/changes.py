@@ -11,11 +11,11 @@ changed, not what is in flight.
 
 Why lines appended to a file, and a file per host:
 
-* Appending to a file that exists makes no inode; creating a file per note, as earlier
-  versions did, makes one, and the monitor then removes it. Every job notes twice
-  (start, end). On this machine's ext4 a note made and removed costs 15-18 us of CPU,
-  an append 3.5 us; on a cluster's shared file system the creation and the removal are
-  each a request to the metadata server, which every user's jobs share.
+* Appending to a file that exists makes no inode; creating a file per note makes one,
+  and the monitor then removes it. Every job notes twice (start, end). A note made and
+  removed costs several appends' CPU (docs/decisions.md), and on a cluster's shared
+  file system the creation and the removal are each a request to the metadata server,
+  which every user's jobs share.
 * ``O_APPEND`` writes are atomic between the processes of one host, not between the
   clients of an NFS server: NFS has no append, the client computes the end of the
   file, and two hosts appending at once can write over each other's line (open(2),

@@ -18,7 +18,8 @@ import weakref
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Hashable, Iterable, List, Mapping, Optional, Sequence, Union
 
-from ...errors import BulkSubmitException, CommandError, InvalidJobException, SubmitException
+from ...errors import (BulkSubmitException, CommandError, InvalidJobException,
+                      InvalidJobStateError, SubmitException)
 from ...executor import JobExecutor, JobExecutorConfig
 from ...job import Job
 from ...launchers.base import job_argv
@@ -31,6 +32,7 @@ from .jobdir import JobDir, exports
 from .monitor import StatusMonitor
 from .scheduler import Scheduler
 from .script import Expandable, render
+from .user_script import UserScript
 
 __all__ = ["BatchSchedulerExecutor"]
 
@@ -75,9 +77,14 @@ class BatchSchedulerExecutor(JobExecutor):
                         else None)
 
     # ===================================================================== the API
-    def submit(self, job: Job) -> None:
+    def submit(self, job: Job, hold: bool = False) -> None:
+        if hold and self.scheduler.hold_submit_option is None:
+            raise NotImplementedError(f"the {self.name} executor cannot hold jobs")
         staged = self._stage(job)
-        self._submit_staged([staged])
+        if hold:
+            self._submit_held(staged)
+        else:
+            self._submit_staged([staged])
         if staged.error is not None:
             raise staged.error
 
@@ -112,7 +119,9 @@ class BatchSchedulerExecutor(JobExecutor):
             raise
         self.monitor.submitting(job_dir, True)  # its notes may come before its id
         scheduler = self.scheduler
-        per_job = scheduler.per_job_directives if scheduler.array_variables else None
+        # (a user's script goes alone: it is its own, whole job)
+        per_job = (scheduler.per_job_directives if scheduler.array_variables
+                   and "user_script" not in directives else None)
         return Staged(job, job_dir, script, directives, per_job)
 
     def _submit_staged(self, items: Sequence[Staged]) -> None:
@@ -146,7 +155,7 @@ class BatchSchedulerExecutor(JobExecutor):
                 if not item.done:
                     self._reject(item, SubmitException(f"job {item.job.id} was not submitted"))
 
-    def _send_alone(self, item: Staged) -> None:
+    def _send_alone(self, item: Staged, hold: bool = False) -> None:
         try:
             item.job_dir = self._new_job_dir(item.job.id)
         except OSError as e:
@@ -158,9 +167,10 @@ class BatchSchedulerExecutor(JobExecutor):
                 item.job_dir.write_environment(self._capture_environment())
             else:
                 item.job_dir.drop_environment()
-            native_id = self._run_submit(item.job_dir,
-                                         self.scheduler.submit_command(item.job_dir),
-                                         meanwhile=self._make_spare)
+            argv = self.scheduler.submit_command(item.job_dir)
+            if hold:  # (after the program: an option, before the script)
+                argv = [argv[0], str(self.scheduler.hold_submit_option), *argv[1:]]
+            native_id = self._run_submit(item.job_dir, argv, meanwhile=self._make_spare)
         except BaseException as e:
             item.job_dir.remove()
             if not isinstance(e, Exception):
@@ -209,9 +219,9 @@ class BatchSchedulerExecutor(JobExecutor):
 
     def _capture_environment(self) -> bytes:
         """The submitter's environment now, as the environment file's text (for a
-        backend whose scheduler cannot carry it), remembered for the next spare: reading
-        ``os.environ`` whole costs ~16 us of CPU a time with 36 variables, and a spare
-        made with an older environment is rewritten when its job is submitted."""
+        backend whose scheduler cannot carry it), remembered for the next spare, so
+        ``os.environ`` is read whole once a submit; a spare made with an older
+        environment is rewritten when its job is submitted."""
         self._captured = exports(os.environ, self.scheduler.scheduler_variables)
         return self._captured
 
@@ -271,6 +281,67 @@ class BatchSchedulerExecutor(JobExecutor):
         self.monitor.submitting(item.job_dir, False)
         item.job.bind(None, None)
 
+    # ===================================================================== hold and release
+    def _submit_held(self, item: Staged) -> None:
+        """Submit a job held: alone, never in an array (the hold is the submit
+        command's option), then its status says held at once."""
+        try:
+            self._send_alone(item, hold=True)
+        finally:
+            if not item.done:  # (an interruption) never leave the job claimed
+                self._reject(item, SubmitException(f"job {item.job.id} was not submitted"))
+        if item.error is None:
+            self._note_held(item.job, True)
+
+    def _hold_job(self, job: Job) -> None:
+        native_id = job.native_id
+        assert native_id is not None
+        scheduler = self.scheduler
+        self._control(job, scheduler.hold_command(native_id), "held")
+        # Slurm and OpenPBS take a hold of a job that has just started (and keep it
+        # for a requeue): ask, and undo it rather than say the job is held
+        try:
+            now = scheduler.query([native_id]).get(native_id)
+        except CommandError as e:
+            log.info("job %s (%s job %s): held; its state not checked: %s", job.id,
+                     self.name, native_id, e)
+            now = None
+        if now is not None and now.state is not JobState.QUEUED:
+            try:
+                scheduler.run(scheduler.release_command(native_id))
+            except CommandError as e:
+                log.info("job %s (%s job %s): its hold was not undone: %s", job.id,
+                         self.name, native_id, e)
+            self.monitor.poke(native_id)
+            raise InvalidJobStateError(
+                f"job {job.id} ({self.name} job {native_id}) has started ({self.name} state "
+                f"{now.native_state}): only a queued job can be held")
+
+    def _release_job(self, job: Job) -> None:
+        native_id = job.native_id
+        assert native_id is not None
+        self._control(job, self.scheduler.release_command(native_id), "released")
+
+    def _control(self, job: Job, argv: list[str], what: str) -> None:
+        """Run a hold or release command: InvalidJobStateError when the scheduler says
+        the job has ended (``ended_errors``), SubmitException for other trouble; then the
+        monitor asks about the job soon (its reason changes)."""
+        native_id = str(job.native_id)
+        scheduler = self.scheduler
+        try:
+            scheduler.run(argv)
+        except CommandError as e:
+            words = (e.stderr or e.stdout).strip()
+            if e.returncode is not None and scheduler.says(e, scheduler.ended_errors):
+                self.monitor.poke(native_id)
+                raise InvalidJobStateError(
+                    f"job {job.id} ({self.name} job {native_id}) cannot be {what}: {words} "
+                    "(only a queued job can be)", e) from None
+            raise SubmitException(f"job {job.id} ({self.name} job {native_id}) was not "
+                                  f"{what}", e, transient=e.returncode is None) from e
+        log.info("job %s (%s job %s): %s", job.id, self.name, native_id, what)
+        self.monitor.poke(native_id)
+
     def cancel(self, job: Job) -> None:
         native_id = job.native_id
         if native_id is None or job.status.state.final:
@@ -316,16 +387,23 @@ class BatchSchedulerExecutor(JobExecutor):
 
     def _render(self, spec: JobSpec, job_dir: JobDir, directives: dict[str, Any],
                 notes: Optional[Path]) -> str:
-        return render(self.scheduler.template, {**directives, **self._body(spec, job_dir, notes)})
+        body = self._body(spec, job_dir, notes, directives.get("user_script"))
+        return render(self.scheduler.template, {**directives, **body})
 
     def _captures_environment(self, spec: Optional[JobSpec]) -> bool:
         return (spec is not None and spec.inherit_environment
                 and not self.scheduler.exports_environment)
 
-    def _body(self, spec: JobSpec, job_dir: JobDir, notes: Optional[Path]) -> dict[str, Any]:
+    def _body(self, spec: JobSpec, job_dir: JobDir, notes: Optional[Path],
+              script: Optional[UserScript] = None) -> dict[str, Any]:
         """The template context of the shared script body (batch/batch_body.mustache);
-        ``notes``: the directory the script notes each change in (changes.py)."""
+        ``notes``: the directory the script notes each change in (changes.py);
+        ``script``: a user's batch script, whose copy the job runs (user_script.py)."""
         argv = job_argv(spec)
+        copy = None
+        if script is not None:
+            copy = {"text": script.text, "path": str(job_dir.path / "user-script")}
+            argv[0] = copy["path"]
         argv[1:] = [Expandable(a) for a in argv[1:]]  # ${NAME} in arguments: the spec's rule
         launch = self._launcher(spec).get_launch_command(spec, argv)
         directory = os.path.expanduser(spec.directory) if spec.directory else None
@@ -342,6 +420,7 @@ class BatchSchedulerExecutor(JobExecutor):
             "stdout": _stream(spec.stdout_path),
             "stderr": _stream(spec.stderr_path),
             "dispatch": None,  # (an array's dispatcher script, see _send_array)
+            "script_copy": copy,
         }
 
     def _submitted_anyway(self, job_dir: JobDir, error: CommandError) -> Optional[str]:

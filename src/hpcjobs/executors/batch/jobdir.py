@@ -25,9 +25,8 @@ empty files and, where the backend captures it, the environment, private like th
 executor's monitor thread soon after the submit), so an executor in another process can
 attach to the job by native id and still read its files: the script names its directory
 (``_hj_dir=``), and the link is that directory's only if it is the same file. A hard link
-makes no inode: on this machine's ext4 a symlink costs 60-70 us of CPU for minutes after
-many files were deleted, a hard link 8-9 us, for every job. Work directories of earlier
-versions hold symlinks to the directory, which are read too. (A job sent in a scheduler
+makes no inode, where a symlink does, and a new inode is what a busy file system charges
+most for, for every job. Work directories of earlier versions hold symlinks to the directory, which are read too. (A job sent in a scheduler
 array gets its directory from its task, when it starts: see arrays.py.)
 The script writes ``exitcode`` as one line in one write; a reader takes it only once the
 line ends (a file read while it is written is a record not there yet), so it never

@@ -189,6 +189,14 @@ class StatusMonitor:
         if wake:
             self._thread.poke()
 
+    def poke(self, native_id: str) -> None:
+        """Ask about ``native_id`` soon (a hold or release changed its reason)."""
+        with self._lock:
+            tracked = self._tracked.get(native_id)
+            wake = tracked is not None and self._calendar.schedule(tracked, 0.5, pressing=True)
+        if wake:
+            self._thread.poke()
+
     def link(self, job_dir: JobDir, native_id: str) -> None:
         """Link ``native_id`` to ``job_dir`` (for attach from other processes)."""
         try:

@@ -86,6 +86,9 @@ class Scheduler:
     array_variables: ClassVar[Optional[tuple[str, str]]] = None
     #: directives in which the tasks of one array may differ (the job name)
     per_job_directives: ClassVar[tuple[str, ...]] = ()
+    #: the submit command's option that queues a job held, put right after the program
+    #: (``submit(job, hold=True)``); None: the scheduler cannot hold jobs
+    hold_submit_option: ClassVar[Optional[str]] = None
 
     def __init__(self, config: BatchConfig, host: Host) -> None:
         self.config = config
@@ -120,6 +123,17 @@ class Scheduler:
     def cancel_command(self, native_id: str) -> list[str]:
         """The command that cancels a job."""
         raise NotImplementedError
+
+    def hold_command(self, native_id: str) -> list[str]:
+        """The command that holds a queued job (``hold()``; psij-python's pull request
+        521 calls it ``get_hold_command``). By default the scheduler cannot:
+        NotImplementedError, which ``hold()`` raises."""
+        raise NotImplementedError(f"the {self.name} executor cannot hold jobs")
+
+    def release_command(self, native_id: str) -> list[str]:
+        """The command that releases a held job (``release()``; ``get_release_command``
+        there). By default NotImplementedError, as :meth:`hold_command`."""
+        raise NotImplementedError(f"the {self.name} executor cannot release jobs")
 
     def list_ids(self) -> list[str]:
         """The ids of the current user's live jobs (``list()``)."""

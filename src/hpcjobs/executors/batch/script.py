@@ -19,14 +19,14 @@ import math
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Optional
 
 from ...environment import references
 from ...errors import InvalidJobException
 from ...spec import JobSpec
 
 __all__ = ["Expandable", "shell_quote", "render", "directive_value", "custom_attributes",
-           "safe_job_name", "walltime", "SHARED_TEMPLATES"]
+           "one_account", "safe_job_name", "walltime", "SHARED_TEMPLATES"]
 
 #: where the templates every batch backend shares live (beside this module); a backend's
 #: own template lives in its package and names these as partials (``{{> batch_body}}``)
@@ -86,6 +86,24 @@ def custom_attributes(spec: JobSpec, prefix: str, names: "re.Pattern[str]", what
         if name in reserved:
             raise InvalidJobException(f"{field}: {reserved[name]}")
         yield name, value, field
+
+
+def one_account(spec: JobSpec, scheduler: str) -> Optional[str]:
+    """The account for a scheduler that has one accounting field and no project
+    (Slurm, Torque): ``account``, else ``project_name`` (sites that file jobs under
+    projects make them accounts there); both, different, is refused rather than one
+    dropped. Checked for a directive line."""
+    attrs = spec.attributes
+    account, project = attrs.account, attrs.project_name
+    if account is not None and project is not None and account != project:
+        raise InvalidJobException(
+            f"JobAttributes.account ({account!r}) and project_name ({project!r}): {scheduler} "
+            "has one accounting field and no project; set one of them")
+    value = account if account is not None else project
+    if value is None:
+        return None
+    field = "account" if account is not None else "project_name"
+    return directive_value(f"JobAttributes.{field}", value)
 
 
 def safe_job_name(spec: JobSpec, limit: int) -> str:

@@ -84,10 +84,14 @@ class BatsimJobExecutor(JobExecutor):
         return None if self._run_dir is None else self._run_dir / "out"
 
     # -- the API ------------------------------------------------------------------------
-    def submit(self, job: Job) -> None:
+    def submit(self, job: Job, hold: bool = False) -> None:
         """Register ``job`` in the simulation; on return it is QUEUED at its simulated
         submission time (the registration goes out in the decision process's next
-        reply and is acknowledged by Batsim before the scheduler sees the job)."""
+        reply and is acknowledged by Batsim before the scheduler sees the job).
+        Batsim's protocol has no hold: ``hold=True`` is NotImplementedError."""
+        if hold:
+            raise NotImplementedError("the batsim executor cannot hold jobs (Batsim's "
+                                      "protocol has no hold)")
         spec = self._claim_for_submit(job)  # (not _submission: a generator per job)
         try:
             request = self._request(spec)

@@ -1,7 +1,9 @@
 """The simulated schedule as a Gantt chart: Batsim's ``<prefix>_jobs.csv`` -> PNG.
 
 One bar per job and contiguous range of resources it held, from its start to its
-finish (simulated seconds), coloured by how it ended. Needs matplotlib, the optional
+finish (simulated seconds), coloured by how it ended, labelled with the job's name when
+the caller gives one (``labels``: native id -> name, e.g. each PSI/J job's
+``spec.name``), else with its Batsim job number; the legend sits outside the bars. Needs matplotlib, the optional
 extra ``hpcjobs[gantt]``; without it :func:`draw` raises :class:`GanttUnavailable` with
 the install command. Command line::
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 from ...batsim_protocol import events as protocol
 from .schedulers.base import parse_idset
@@ -22,6 +24,9 @@ __all__ = ["draw", "read_jobs", "JobBar", "GanttUnavailable"]
 
 _COLOURS = {protocol.COMPLETED_SUCCESSFULLY: "#4c9a2a", protocol.COMPLETED_FAILED: "#c0392b",
             protocol.COMPLETED_WALLTIME_REACHED: "#e67e22", protocol.COMPLETED_KILLED: "#7f8c8d"}
+
+_LEGEND = {"COMPLETED_SUCCESSFULLY": "completed", "COMPLETED_FAILED": "failed",
+           "COMPLETED_WALLTIME_REACHED": "walltime reached", "COMPLETED_KILLED": "killed"}
 
 
 class GanttUnavailable(ImportError):
@@ -62,8 +67,30 @@ def _ranges(ids: list[int]) -> list[tuple[int, int]]:
     return out
 
 
-def draw(jobs_csv: Union[str, Path], out_png: Union[str, Path], title: Optional[str] = None) -> Path:
-    """Draw the schedule in ``jobs_csv`` to the PNG file ``out_png``; return its path."""
+def _fit_labels(fig: Any, ax: Any, texts: list[tuple[Any, Any]]) -> None:
+    """A label wider than its bar is turned upright if the bar is tall enough, else
+    left out: text spilling over the neighbouring bars would be unreadable. ``texts``:
+    (the bar's corners in data coordinates, its label)."""
+    renderer = fig.canvas.get_renderer()
+    for corners, text in texts:
+        (x0, y0), (x1, y1) = ax.transData.transform(corners)
+        width, height = abs(x1 - x0), abs(y1 - y0)
+        size = text.get_window_extent(renderer)
+        if size.width <= width and size.height <= height:
+            continue
+        if size.width <= height and size.height <= width:
+            text.set_rotation(90)
+        else:
+            text.set_visible(False)
+
+
+def draw(jobs_csv: Union[str, Path], out_png: Union[str, Path], title: Optional[str] = None,
+         labels: Optional[Mapping[str, str]] = None) -> Path:
+    """Draw the schedule in ``jobs_csv`` to the PNG file ``out_png``; return its path.
+
+    ``labels`` maps a job's id as Batsim writes it (``<workload>!<number>``, the Batsim
+    executor's ``native_id``) to the text on its bars; a job not in it shows its number.
+    """
     try:
         import matplotlib
         matplotlib.use("Agg")  # no display needed
@@ -75,25 +102,32 @@ def draw(jobs_csv: Union[str, Path], out_png: Union[str, Path], title: Optional[
     bars = read_jobs(jobs_csv)
     fig, ax = plt.subplots(figsize=(10, 5))
     try:
+        texts = []
         for bar in bars:
             colour = _COLOURS.get(bar.state, "#2c3e50")
             for lo, hi in _ranges(bar.resources):
                 ax.broken_barh([(bar.start, bar.finish - bar.start)], (lo, hi - lo + 1),
                                facecolors=colour, edgecolors="white", linewidth=0.5)
                 if len(bars) <= 50:
-                    ax.text(bar.start + (bar.finish - bar.start) / 2, lo + (hi - lo + 1) / 2,
-                            bar.job_id.split("!")[-1], ha="center", va="center", fontsize=7,
-                            color="white")
+                    corners = ((bar.start, lo), (bar.finish, hi + 1))
+                    texts.append((corners, ax.text(
+                        bar.start + (bar.finish - bar.start) / 2, lo + (hi - lo + 1) / 2,
+                        (labels or {}).get(bar.job_id, bar.job_id.split("!")[-1]),
+                        ha="center", va="center", fontsize=7, color="white", clip_on=True)))
         ax.set_xlabel("simulated time (s)")
         ax.set_ylabel("resource")
         ax.set_title(title or f"Schedule: {Path(jobs_csv).name}")
-        ax.legend(handles=[Patch(color=c, label=s.replace("COMPLETED_", "").lower())
-                           for s, c in _COLOURS.items()], loc="upper right", fontsize=7)
+        # outside the axes, on the right: inside, it would hide a bar whatever the corner
+        ax.legend(handles=[Patch(color=c, label=_LEGEND[s])
+                           for s, c in _COLOURS.items()], loc="upper left",
+                  bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=7, title="final state",
+                  title_fontsize=7)
         if bars:
             ax.set_ylim(0, max(max(b.resources) for b in bars) + 1)
             ax.set_xlim(min(b.start for b in bars), max(b.finish for b in bars))
         fig.tight_layout()
-        fig.savefig(out_png, format="png")
+        _fit_labels(fig, ax, texts)
+        fig.savefig(out_png, format="png", bbox_inches="tight")
     finally:
         plt.close(fig)
     return Path(out_png)

@@ -80,8 +80,8 @@ def spawn(argv: list[str], cwd: Path, stderr_path: Path) -> "subprocess.Popen[by
 
 def wait(process: "subprocess.Popen[bytes]", timeout: float) -> None:
     """``process.wait(timeout)``, but told of the exit at once (Linux: a pidfd) rather
-    than by Popen's polling, whose sleeps grow to 50 ms: a simulator that takes 70 ms
-    to write its outputs would be seen gone after 113. Only for a process no other
+    than by Popen's polling, whose sleeps grow to 50 ms, so an exit may be seen that
+    late. Only for a process no other
     thread reaps (its pid could be reused meanwhile)."""
     if process.returncode is None:
         try:

@@ -30,11 +30,19 @@ _NATIVE_STATE = {"submit": "NEW", "validate": "DEPEND", "depend": "PRIORITY",
                  "finish": "CLEANUP", "clean": "INACTIVE"}
 #: the scheduler annotations (RFC 27 ``sched.*``) that become status metadata
 _SCHED_KEYS = ("t_estimate", "reason_pending", "jobs_ahead", "resource_summary", "queue")
+#: what a held job waits for: urgency 0 (flux-job(1) "urgency": hold), Flux's own words
+HELD_REASON = "held (urgency 0)"
 # how the notes of the exceptions that fail a job in its shell's init, before any task
 # starts, begin: cwd.lua's, and the shell's input plugin's for a stdin it cannot open
 # (flux-core 0.88 src/shell/input.c). The shell's end then (its exit, or Flux's SIGTERM
 # after the exception, whichever comes first) is no exit status of the job's.
 _NEVER_STARTED = ("cannot use the job's ", "error opening input file ")
+# How Flux says a broker running some of the job's shells was lost (flux-core 0.88
+# job-exec: ``exec`` severity 0 when the shell was critical, else ``node-failure``
+# severity 2 and the job goes on without it). Either way the tasks there never reported
+# their end, so the ``finish`` status (the surviving shells' only) is not the job's.
+_NODE_FAILURE_TYPE = "node-failure"
+_NODE_FAILURE_NOTE = "node failure"
 
 
 class Update(NamedTuple):
@@ -71,6 +79,7 @@ class JobEvents:
         self.metadata: dict[str, Any] = {}
         self._seen: set[tuple[float, str]] = set()
         self._fatal: Mapping[str, Any] | None = None
+        self._node_failure: str | None = None  # Flux's note on the first node lost
         self._wait_status: int | None = None
         self._ran = False
         self.done = False
@@ -87,6 +96,8 @@ class JobEvents:
             self.metadata["native_state"] = _NATIVE_STATE[name]
         if "annotations" in context and name in ("annotations", "alloc"):
             self._annotate(context["annotations"])
+        if name in ("submit", "urgency") and "urgency" in context:
+            self._urgency(context["urgency"])
         if name == "submit":
             return Update(JobStatus(JobState.QUEUED, timestamp, metadata=self.metadata))
         if name == "alloc":
@@ -125,9 +136,23 @@ class JobEvents:
             self.metadata["annotations"] = dict(annotations)
         else:
             self.metadata.pop("annotations", None)
+        self._urgency(0 if self.metadata.get("held") else None)
+
+    def _urgency(self, urgency: int | None) -> None:
+        """A held job (urgency 0) says so, with a reason where the scheduler gives none;
+        ``None``: the urgency did not change."""
+        if urgency == 0:
+            self.metadata["held"] = True
+            self.metadata.setdefault("reason_pending", HELD_REASON)
+        elif urgency is not None and self.metadata.pop("held", None):
+            if self.metadata.get("reason_pending") == HELD_REASON:
+                del self.metadata["reason_pending"]
 
     def _exception(self, context: Mapping[str, Any]) -> None:
         etype, note = context.get("type", ""), context.get("note", "")
+        if (etype == _NODE_FAILURE_TYPE or str(note).startswith(_NODE_FAILURE_NOTE)) \
+                and self._node_failure is None:
+            self._node_failure = str(note)
         if context.get("severity", 0) != 0:
             # informational: the job goes on (misc.txt: it still completes)
             log.info("Flux job %s: non-fatal exception %s: %s", self.jobid, etype, note)
@@ -153,13 +178,22 @@ class JobEvents:
         fatal = self._fatal or {}
         if fatal.get("type") == "exec" and str(fatal.get("note", "")).startswith(_NEVER_STARTED):
             exit_code = None
+        if self._node_failure is not None:
+            exit_code = None  # the lost tasks' ends are unknown: no exit code is the job's
         return Update(self._ended(exit_code, timestamp), ran=self._ran)
 
     def _ended(self, exit_code: int | None, timestamp: float) -> JobStatus:
         """The final status: the fatal exception's why (if any) with ``exit_code``."""
         cause, reason, notes = None, None, []
         fatal = self._fatal
-        if fatal is not None:
+        if self._node_failure is not None and (fatal is None or fatal.get("type") == "exec"):
+            # a non-fatal node-failure lets the job go on and end with the surviving
+            # shells' status: never a success, whatever that status says
+            reason = (f"a node of the job was lost (Flux: {self._node_failure}): the tasks "
+                      "there never reported their end")
+            if self._wait_status is not None and fatal is None:
+                notes.append(f"the other tasks {describe_exit(decode_wait_status(self._wait_status))}")
+        elif fatal is not None:
             etype, note = fatal.get("type", ""), fatal.get("note", "")
             if etype == "cancel":
                 cause, reason = Cause.CANCELED, note or None

@@ -23,12 +23,12 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from ...errors import InvalidJobException, SubmitException
+from ...errors import InvalidJobException, InvalidJobStateError, SubmitException
 from ...executor import JobExecutor, JobExecutorConfig
 from ...job import Job
 from ...state import JobState, JobStatus
 from .events import JobEvents, Update, task_signal
-from .jobspec import build_jobspec
+from .jobspec import build_jobspec, release_urgency
 from .watcher import Watcher
 
 __all__ = ["FluxJobExecutor"]
@@ -105,10 +105,15 @@ class FluxJobExecutor(JobExecutor):
                                 self._on_missing)
         self._watcher_finalizer = weakref.finalize(self, self._watcher.stop)
 
+    def _check_url(self, url: str) -> None:
+        """Any URL is Flux's own (``local://``, ``ssh://``): flux-core connects to it."""
+
     # -- the API ------------------------------------------------------------------------
-    def submit(self, job: Job) -> None:
+    def submit(self, job: Job, hold: bool = False) -> None:
         with self._submission(job) as spec:
             submission = build_jobspec(self._flux_job, spec, self._launcher(spec))
+            if hold:  # flux-submit(1) --urgency=hold
+                submission = submission._replace(urgency=0)
             self._watcher.start()
             # Under the lock until the job is registered: the watcher takes the lock for
             # every event, so none of this job's events can arrive unclaimed.
@@ -153,6 +158,33 @@ class FluxJobExecutor(JobExecutor):
             except OSError as e:
                 raise SubmitException(f"Flux did not cancel job {native_id}: {e}", e,
                                       transient=True) from e
+
+    def _hold_job(self, job: Job) -> None:
+        self._set_urgency(job, 0, "held")
+
+    def _release_job(self, job: Job) -> None:
+        self._set_urgency(job, release_urgency(job.spec), "released")
+
+    def _set_urgency(self, job: Job, urgency: int, what: str) -> None:
+        """flux-job(1) ``urgency``: 0 holds a pending job, more releases it (the
+        job-manager's ``urgency`` request, what ``flux job urgency`` sends)."""
+        native_id = job.native_id
+        assert native_id is not None
+        payload = {"id": int(self._flux_job.JobID(native_id)), "urgency": urgency}
+        with self._lock:
+            try:
+                self._request(lambda h: h.rpc("job-manager.urgency", payload).get(),
+                              idempotent=True)
+            except OSError as e:
+                if e.errno in (errno.EINVAL, errno.ENOENT):
+                    # EINVAL: "urgency cannot be changed once resources are allocated";
+                    # ENOENT: inactive or unknown
+                    raise InvalidJobStateError(
+                        f"job {job.id} (Flux job {native_id}) cannot be {what}: Flux says "
+                        f"{e.strerror or e} (only a job that has not started can be)",
+                        e) from None
+                raise SubmitException(f"Flux did not take the urgency of job {native_id}: "
+                                      f"{e}", e, transient=True) from e
 
     def list(self) -> list[str]:
         with self._lock:

@@ -2,7 +2,7 @@
 
 Everything the spec describes goes in: the launcher's command line (the launcher
 starts the job's processes, sourcing pre/post-launch), the working directory, exactly
-the job's environment, stdio paths, resources, duration, queue, bank and name, plus
+the job's environment, stdio paths, resources, duration, queue, bank (the account), project and name, plus
 the ``flux.<key>`` custom attributes (see docs/flux.md). What Flux cannot express is
 refused with ``InvalidJobException`` naming the field, before anything is submitted.
 """
@@ -20,7 +20,7 @@ from ...errors import InvalidJobException
 from ...launchers.base import Launcher, job_argv
 from ...spec import JobSpec
 
-__all__ = ["FluxSubmission", "build_jobspec"]
+__all__ = ["FluxSubmission", "build_jobspec", "release_urgency"]
 
 #: flux-core's urgency range (flux-submit(1) --urgency): 0 holds, 31 expedites
 _URGENCY = range(32)
@@ -86,8 +86,11 @@ def build_jobspec(flux_job: Any, spec: JobSpec, launcher: Launcher) -> FluxSubmi
     js.duration = attrs.duration.total_seconds()  # 0 means no limit to Flux
     if attrs.queue_name is not None:
         js.setattr("system.queue", attrs.queue_name)
+    # flux-accounting's names: the bank is charged, the project is recorded
+    if attrs.account is not None:
+        js.setattr("system.bank", attrs.account)
     if attrs.project_name is not None:
-        js.setattr("system.bank", attrs.project_name)
+        js.setattr("system.project", attrs.project_name)
     return FluxSubmission(js, _apply_custom(js, attrs.custom_for("flux")))
 
 
@@ -155,6 +158,13 @@ def _set_stdio(js: Any, spec: JobSpec, cwd: str) -> None:
         # the shell copies stderr into the stdout file unless told otherwise
         # (flux.job.JobspecV1.from_command docs); PSI/J keeps the streams apart
         js.setattr_shell_option("output.stderr.type", "kvs")
+
+
+def release_urgency(spec: JobSpec | None) -> int:
+    """The urgency a released job gets: the spec's ``flux.urgency`` unless that is
+    the hold itself (0), else Flux's default."""
+    value = None if spec is None else spec.attributes.get_custom_attribute("flux.urgency")
+    return value if type(value) is int and value in _URGENCY and value else _DEFAULT_URGENCY
 
 
 def _apply_custom(js: Any, custom: dict[str, Any]) -> int:

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any, List, Mapping, Optional, Union
 
 from ...environment import expand, job_environment
-from ...errors import SubmitException
+from ...errors import InvalidJobStateError, SubmitException
 from ...executor import JobExecutor, JobExecutorConfig
 from ...job import Job
 from ...launchers.base import job_argv
 from ...spec import JobSpec
 from ...state import JobState, JobStatus
-from .journal import Journal, final_status
+from .journal import HELD_REASON, Journal, cancelled_while_held, final_status
 from .link import NannyLink
 from .watcher import Watcher
 
@@ -34,6 +34,8 @@ __all__ = ["LocalJobExecutor", "LocalJobExecutorConfig"]
 
 log = logging.getLogger(__name__)
 
+#: the status metadata of a held job
+_HELD = {"held": True, "reason_pending": HELD_REASON}
 #: set for launcher scripts only: where they may keep per-job files (the node file)
 JOB_DIR_VARIABLE = "HPCJOBS_JOB_DIR"
 
@@ -75,6 +77,7 @@ class LocalJobExecutor(JobExecutor):
     # (``list`` below shadows the builtin in this class body: annotations use List)
     name = "local"
     config_class = LocalJobExecutorConfig
+    supports_staging = True
     config: LocalJobExecutorConfig
 
     def __init__(self, url: Optional[str] = None,
@@ -84,13 +87,16 @@ class LocalJobExecutor(JobExecutor):
         self._journal: Optional[Journal] = None
         #: native id -> the Job objects following it (submitted, and attached copies)
         self._jobs: dict[str, list[Job]] = {}
+        #: native id -> (spec, job directory) of a running job with files to stage out
+        #: or clean up when it ends
+        self._staged: dict[str, tuple[JobSpec, str]] = {}
         self._seq = itertools.count(1)
         self._threads = _Threads()
         self._environ: tuple[Optional[dict[bytes, bytes]], dict[str, str]] = (None, {})
         self._threads_finalizer = weakref.finalize(self, self._threads.stop)
 
     # -- the API ------------------------------------------------------------------------
-    def submit(self, job: Job) -> None:
+    def submit(self, job: Job, hold: bool = False) -> None:
         with self._submission(job) as spec:
             link = self._link()
             native_id = f"{link.token}-{next(self._seq)}"
@@ -98,8 +104,14 @@ class LocalJobExecutor(JobExecutor):
             self._get_journal().add(native_id)
             with self._lock:
                 self._jobs[native_id] = [job]
+                if spec.stage_out or spec.cleanup:
+                    self._staged[native_id] = (spec, request[2])
+            if spec.stage_in:
+                job.bind(self, native_id)
+                self._stage_in_then_spawn(job, native_id, spec, link, request)
+                return
             try:
-                link.spawn(native_id, *request)
+                link.spawn(native_id, *request, held=hold)
             except OSError as e:
                 # the journal keeps the id: attach reports it FAILED, never started
                 with self._lock:
@@ -107,8 +119,30 @@ class LocalJobExecutor(JobExecutor):
                 raise SubmitException(f"the local job nanny (pid {link.pid}) is gone", e,
                                       transient=True) from e
             job.bind(self, native_id)
-        log.debug("job %s submitted as local job %s", job.id, native_id)
-        self._set_job_status(job, JobStatus(JobState.QUEUED))
+        log.debug("job %s submitted as local job %s%s", job.id, native_id,
+                  " (held)" if hold else "")
+        self._set_job_status(job, JobStatus(JobState.QUEUED, metadata=dict(_HELD) if hold else None))
+
+    def _hold_job(self, job: Job) -> None:
+        # a local job starts as soon as its nanny has it: only one submitted held waits
+        if not (job.status.metadata or {}).get("held"):
+            raise InvalidJobStateError(
+                f"job {job.id} (local job {job.native_id}) is starting: a local job starts "
+                "as soon as it is submitted; submit it with hold=True to hold it")
+
+    def _release_job(self, job: Job) -> None:
+        native_id = job.native_id
+        assert native_id is not None
+        link = self._threads.link
+        if link is None or not link.alive or not native_id.startswith(link.token + "-"):
+            raise InvalidJobStateError(
+                f"job {job.id} (local job {native_id}) can only be released by the executor "
+                "that submitted it (its nanny takes requests from that executor only)")
+        try:
+            link.release(native_id)
+        except OSError as e:
+            raise SubmitException(f"the local job nanny (pid {link.pid}) is gone", e,
+                                  transient=True) from e
 
     def cancel(self, job: Job) -> None:
         native_id = job.native_id
@@ -139,7 +173,8 @@ class LocalJobExecutor(JobExecutor):
                 current = followers[0].status
         if followers is not None:
             if current.state is not JobState.NEW:
-                self._set_job_status(job, JobStatus(current.state, current.time))
+                self._set_job_status(job, JobStatus(current.state, current.time,
+                                                    metadata=current.metadata))
             return
         obs = self._get_journal().inspect(native_id)
         if obs.status is not None:
@@ -147,8 +182,51 @@ class LocalJobExecutor(JobExecutor):
             return
         with self._lock:
             self._jobs.setdefault(native_id, []).append(job)
-        self._set_job_status(job, JobStatus(JobState.ACTIVE if obs.pid else JobState.QUEUED))
+        self._set_job_status(job, JobStatus(JobState.ACTIVE if obs.pid else JobState.QUEUED,
+                                            metadata=dict(_HELD) if obs.held else None))
         self._get_watcher().watch(native_id)
+
+    # -- staging ------------------------------------------------------------------------
+    def _stage_in_then_spawn(self, job: Job, native_id: str, spec: JobSpec, link: NannyLink,
+                             request: tuple[List[str], dict[str, str], str, Optional[str],
+                                            Optional[str], Optional[str]]) -> None:
+        """Stage the job's files in (in submit: they are on this machine), then start
+        it; a failure fails the job before it runs, naming the file."""
+        from ...stage_files import StagingError, stage_in
+        self._set_job_status(job, JobStatus(JobState.QUEUED))
+        self._set_job_status(job, JobStatus(JobState.STAGE_IN))
+        try:
+            stage_in(spec.stage_in or (), request[2])
+            link.spawn(native_id, *request)
+        except (StagingError, OSError) as e:
+            with self._lock:
+                self._jobs.pop(native_id, None)
+                self._staged.pop(native_id, None)
+            why = str(e) if isinstance(e, StagingError) else f"the local job nanny is gone: {e}"
+            self._set_job_status(job, JobStatus(JobState.FAILED, message=why))
+
+    def _stage_out(self, jobs: List[Job], status: JobStatus, spec: JobSpec, job_dir: str) -> None:
+        """A staged job ended: STAGE_OUT, CLEANUP, then its final status (FAILED, naming
+        the file, if a stage-out failed). Runs on its own thread: copies take time."""
+        from ...stage_files import StagingError, clean_up, stage_out
+        for state in (JobState.STAGE_OUT, JobState.CLEANUP):
+            for job in jobs:
+                self._set_job_status(job, JobStatus(state), ran=True)
+            try:
+                if state is JobState.STAGE_OUT:
+                    stage_out(spec.stage_out or (), job_dir, status.state)
+                else:
+                    problem = clean_up(spec.cleanup or (), job_dir, spec.cleanup_flags,
+                                       status.state)
+                    if problem:
+                        log.warning("%s", problem)
+            except StagingError as e:
+                message = f"{e} (the job itself: {status.state.name}" + (
+                    f", {status.message})" if status.message else ")")
+                status = JobStatus(JobState.FAILED, status.time, message, status.exit_code,
+                                   status.metadata)
+        for job in jobs:
+            self._set_job_status(job, status, ran=True)
 
     # -- machinery ----------------------------------------------------------------------
     def _close(self) -> None:
@@ -225,15 +303,24 @@ class LocalJobExecutor(JobExecutor):
             self._report(native_id, final_status(event[2], event[3], event[4]), ran=True)
         elif kind == "E":
             self._report(native_id, JobStatus(JobState.FAILED, message=event[2]))
+        elif kind == "C":
+            self._report(native_id, cancelled_while_held(event[2], asked=True))
 
     def _report(self, native_id: str, status: JobStatus, ran: bool = False) -> None:
+        staged = None
         with self._lock:
             jobs = self._jobs.get(native_id)
             if jobs is None:
                 return
             if status.state.final:
                 del self._jobs[native_id]
+                staged = self._staged.pop(native_id, None)
             jobs = list(jobs)
+        if staged is not None and (ran or jobs[0].status.state is JobState.ACTIVE):
+            threading.Thread(target=self._stage_out, args=(jobs, status, *staged),
+                             name=f"hpcjobs-local-{self._instance}-stage-out-{native_id}",
+                             daemon=True).start()
+            return
         for job in jobs:
             self._set_job_status(job, status, ran=ran)
 

@@ -40,6 +40,8 @@ __all__ = ["Journal", "Observation", "final_status"]
 
 log = logging.getLogger(__name__)
 
+#: what the records say of a job they do not mention
+_NONE: tuple[None, None, bool] = (None, None, False)
 _NATIVE_ID = re.compile(r"([0-9a-f]{8})-([0-9]+)\Z")
 _SUBMITTED = ".jobs"
 _RECORDS = ".records"
@@ -50,17 +52,31 @@ def final_status(exit_code: int, when: float, canceled: bool) -> JobStatus:
     return ended(exit_code, when, cause=Cause.CANCELED if canceled else None)
 
 
+#: a held local job's reason (status metadata ``reason_pending``)
+HELD_REASON = "held: submitted with hold=True, starts when released"
+
+
+def cancelled_while_held(when: float, asked: bool) -> JobStatus:
+    """The final status of a job cancelled before it started, while held: at someone's
+    request, or because the process that held it exited (nobody else can release it)."""
+    return ended(None, when, cause=Cause.CANCELED, reason=(
+        "while held, before it started" if asked else
+        "never started: it was held when the executor that submitted it closed or "
+        "exited, and only that executor could release it"))
+
+
 @dataclass(frozen=True)
 class Observation:
     """What the records say about a job: ``status`` when final; else ``pid``/``ticks``
-    when it runs; else ``pending`` (not started yet) or ``settling`` (its process is
-    gone and its nanny has yet to write the exit record)."""
+    when it runs; else ``pending`` (not started yet, ``held`` if so) or ``settling``
+    (its process is gone and its nanny has yet to write the exit record)."""
 
     status: Optional[JobStatus] = None
     pid: int = 0
     ticks: Optional[int] = None
     pending: bool = False
     settling: bool = False
+    held: bool = False
 
 
 class Journal:
@@ -124,12 +140,14 @@ class Journal:
 
     def exit_status(self, native_id: str) -> Optional[JobStatus]:
         """The final status from the job's exit record, if it has one."""
-        return self._records(native_id.partition("-")[0]).get(native_id, (None, None))[1]
+        return self._records(native_id.partition("-")[0]).get(native_id, _NONE)[1]
 
     def _records(self, token: str) -> dict[str, tuple[Optional[tuple[int, Optional[int]]],
-                                                    Optional[JobStatus]]]:
-        """native id -> (pid and start ticks, final status) from the nanny's records."""
-        found: dict[str, tuple[Optional[tuple[int, Optional[int]]], Optional[JobStatus]]] = {}
+                                                    Optional[JobStatus], bool]]:
+        """native id -> (pid and start ticks, final status, held) from the nanny's
+        records."""
+        found: dict[str, tuple[Optional[tuple[int, Optional[int]]], Optional[JobStatus],
+                               bool]] = {}
         try:
             with open(self.records_file(token), "rb") as f:
                 data = f.read()
@@ -138,15 +156,19 @@ class Journal:
         for line in data.decode(errors="replace").split("\n")[:-1]:  # last: being written
             try:
                 kind, native_id, *fields = line.split()
-                pid, status = found.get(native_id, (None, None))
+                pid, status, held = found.get(native_id, _NONE)
                 if kind == "P":
                     pid = (int(fields[0]), _int(fields[1]))
                 elif kind == "X":
                     status = final_status(int(fields[0]), float(fields[1]), fields[2] == "1")
+                elif kind in ("H", "R"):
+                    held = kind == "H"
+                elif kind == "C":
+                    status = cancelled_while_held(float(fields[0]), fields[1] == "1")
             except (ValueError, IndexError):
                 log.warning("%s: ignoring a damaged record %r", self.records_file(token), line)
                 continue
-            found[native_id] = (pid, status)
+            found[native_id] = (pid, status, held)
         return found
 
     def nanny_alive(self, token: str) -> bool:
@@ -159,7 +181,7 @@ class Journal:
         m = _NATIVE_ID.match(native_id)
         if m is None:
             return _unknown(native_id)
-        running, status = self._records(m.group(1)).get(native_id, (None, None))
+        running, status, held = self._records(m.group(1)).get(native_id, _NONE)
         if status is not None:
             return Observation(status)
         if running is not None:
@@ -168,7 +190,8 @@ class Journal:
         elif m.group(2) not in self._submitted(m.group(1)):
             return _unknown(native_id)
         if self.nanny_alive(m.group(1)):
-            return Observation(pending=running is None, settling=running is not None)
+            return Observation(pending=running is None, settling=running is not None,
+                               held=held and running is None)
         # the nanny may have written the record just before it exited: look once more
         status = self.exit_status(native_id)
         if status is not None:
@@ -223,7 +246,7 @@ class Journal:
         ids = [f"{token}-{seq}" for seq in self._submitted(token)]
         records = self._records(token)
         for native_id in ids:
-            running, status = records.get(native_id, (None, None))
+            running, status, _held = records.get(native_id, _NONE)
             if status is None:  # lost with its nanny: keep it while it may run
                 if running is not None and process_alive(*running):
                     return

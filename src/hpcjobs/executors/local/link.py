@@ -65,13 +65,21 @@ class NannyLink:
         self._thread.start()
 
     def spawn(self, native_id: str, argv: list[str], env: dict[str, str], cwd: str,
-              stdin: Optional[str], stdout: Optional[str], stderr: Optional[str]) -> None:
-        """Ask the nanny to start a job; raises OSError if the nanny is gone."""
+              stdin: Optional[str], stdout: Optional[str], stderr: Optional[str],
+              held: bool = False) -> None:
+        """Ask the nanny to start a job (``held``: when released); raises OSError if the
+        nanny is gone."""
         with self._send_lock:
             # most jobs share one environment: send it only when it changes
             same = env == self._last_env
             self._last_env = env
-            self._write(["S", native_id, argv, None if same else env, cwd, stdin, stdout, stderr])
+            request = ["S", native_id, argv, None if same else env, cwd, stdin, stdout, stderr]
+            self._write([*request, True] if held else request)
+
+    def release(self, native_id: str) -> None:
+        """Ask the nanny to start a held job; raises OSError if the nanny is gone."""
+        with self._send_lock:
+            self._write(["R", native_id])
 
     def cancel(self, native_id: str) -> None:
         """Ask the nanny to cancel a job; raises OSError if the nanny is gone."""

@@ -7,27 +7,33 @@ grandchild that init adopts, so nobody has to reap it). The nanny reads one JSON
 per line on stdin, reports one JSON event per line on stdout, and appends each job's
 records to its records file, where any process can read them:
 
-    requests   ["S", id, argv, env, cwd, stdin, stdout, stderr]   spawn a job (env null:
-                                                                  the previous request's)
-               ["K", id]                                          cancel a job
-    events     ["N", nanny_pid, start_ticks]                      first line: who I am
-               ["S", id, pid, time]                               started
-               ["X", id, exit_code, time, canceled]               ended (code < 0: signal)
-               ["E", id, message]                                 could not be started
-    records    "P <id> <pid> <start_ticks>\\n"                      started (pid record)
-               "X <id> <exit_code> <time> <canceled 0|1>\\n"        ended (exit record)
-    marks      <jobs>/<id>.cancel                                 made by whoever cancels
+    requests   ["S", id, argv, env, cwd, stdin, stdout, stderr, held]  spawn a job (env
+                                                  null: the previous request's; held: keep
+                                                  it until released)
+               ["R", id]                          release a held job: spawn it now
+               ["K", id]                          cancel a job
+    events     ["N", nanny_pid, start_ticks]      first line: who I am
+               ["S", id, pid, time]               started
+               ["X", id, exit_code, time, canceled]  ended (code < 0: signal)
+               ["E", id, message]                 could not be started
+               ["C", id, time]                    cancelled while held (never started)
+    records    "P <id> <pid> <start_ticks>\\n"      started (pid record)
+               "X <id> <exit_code> <time> <canceled 0|1>\\n"  ended (exit record)
+               "H <id>\\n", "R <id>\\n"            held, released
+               "C <id> <time> <asked 0|1>\\n"       cancelled while held: asked, or its
+                                                  client left and nobody can release it
+    marks      <jobs>/<id>.cancel                 made by whoever cancels
 
 Records are appended to one file (written before the events that announce them), not
-one file per job: creating a file costs ~50 times as much as an append on a busy
-filesystem (0.8 ms against 2 us measured on this project's machines), more than a whole
-spawn. A line without its newline is still being written: readers skip it.
+one file per job: on a busy filesystem creating a file costs far more than an append,
+more than a whole spawn (docs/decisions.md). A line without its newline is still being written: readers skip it.
 
 One loop, no threads: ``selectors`` waits on the request
 pipe and on SIGCHLD (through ``signal.set_wakeup_fd``), and each wake-up reaps every
 exited child with ``waitpid(-1, WNOHANG)``: O(1) work per exit, no sleeping. When the
 client closes the pipe (or dies) the nanny keeps reaping until its last job has ended,
-then exits.
+then exits. Jobs still held then can never be released (only the client can ask):
+they are recorded as cancelled.
 
 This file is also run as a script (``python -I -S nanny.py <jobs dir> <records file>
 <grace>``), so it
@@ -140,6 +146,10 @@ class Nanny:
         # unset streams read from / write to /dev/null (psij-python's choice too)
         self.devnull = os.open(os.devnull, os.O_RDWR)
         self.env: dict[bytes, bytes] = {}  # the current job environment, encoded once
+        self.adopted: Optional[dict[str, str]] = None  # ... as the client sent it
+        self.requested: dict[str, str] = {}  # the last environment a request carried
+        #: held jobs: id -> the rest of their spawn request
+        self.held: dict[str, tuple[Any, ...]] = {}
 
     def report(self, *event: Any) -> None:
         if self.events is not None:
@@ -168,7 +178,12 @@ class Nanny:
         sel.register(wake_r, selectors.EVENT_READ)
         client_open = True
         partial = b""
-        while client_open or self.running:
+        while client_open or self.running or self.held:
+            if not client_open and self.held:
+                for job_id in list(self.held):  # nobody is left who could release them
+                    self.cancel_held(job_id, asked=False)
+                self.flush()
+                continue
             timeout = max(0.0, self.kills[0][0] - time.monotonic()) if self.kills else None
             for key, _ in sel.select(timeout):
                 if key.fd == wake_r:
@@ -194,18 +209,46 @@ class Nanny:
 
     def handle(self, request: list[Any]) -> None:
         if request[0] == "S":
-            self.spawn(*request[1:])
+            job_id, argv, env, *rest = request[1:]
+            # successive jobs usually share one environment: it comes when it changes
+            if env is not None:
+                self.requested = env
+            if len(rest) > 4 and rest[4]:
+                self.held[job_id] = (argv, self.requested, *rest[:4])
+                self.new_records.append(f"H {job_id}\n")
+            else:
+                self.spawn(job_id, argv, self.requested, *rest[:4])
+        elif request[0] == "R":
+            self.release(request[1])
         elif request[0] == "K":
             self.cancel(request[1])
 
-    def spawn(self, job_id: str, argv: list[str], env: Optional[dict[str, str]], cwd: str,
+    def release(self, job_id: str) -> None:
+        held = self.held.pop(job_id, None)
+        if held is None:  # not held (any more): nothing to do
+            return
+        if os.path.exists(os.path.join(self.jobs_dir, job_id + CANCEL_MARK)):
+            # another process cancelled it meanwhile (it cannot tell us: it left a mark)
+            self.held[job_id] = held
+            self.cancel_held(job_id, asked=True)
+            return
+        self.new_records.append(f"R {job_id}\n")
+        self.spawn(job_id, *held)
+
+    def cancel_held(self, job_id: str, asked: bool) -> None:
+        del self.held[job_id]
+        now = time.time()
+        self.new_records.append(f"C {job_id} {now:.6f} {int(asked)}\n")
+        self.report("C", job_id, now)
+
+    def spawn(self, job_id: str, argv: list[str], env: dict[str, str], cwd: str,
               stdin: Optional[str], stdout: Optional[str], stderr: Optional[str]) -> None:
-        if env is not None:
-            # Successive jobs usually share one environment: it comes only when it
-            # changes, and is encoded once. It also becomes ours, because posix_spawnp
+        if env is not self.adopted:
+            # Encoded once per environment. It also becomes ours, because posix_spawnp
             # looks a bare executable name up on the caller's PATH (the job's, so).
             _adopt_environment(env)
             self.env = {os.fsencode(k): os.fsencode(v) for k, v in env.items()}
+            self.adopted = env
         opened: list[int] = []
         try:
             fds = [self.devnull] * 3
@@ -267,6 +310,9 @@ class Nanny:
         self.unrecorded.clear()
 
     def cancel(self, job_id: str) -> None:
+        if job_id in self.held:
+            self.cancel_held(job_id, asked=True)
+            return
         pid = self.pids.get(job_id)
         if pid is None:  # already ended (or never started): nothing to do
             return

@@ -18,10 +18,12 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Optional, Sequence, Union
 
+from ...errors import InvalidJobException
 from ...executor import JobExecutorConfig
 from ...spec import JobSpec
 from ..batch import (ArrayDir, BatchConfig, BatchSchedulerExecutor, Host, JobDir, NativeStatus,
                      Scheduler, directive_value, safe_job_name, walltime)
+from ..batch.user_script import read_user_script, silent_only, words
 from .commands import pbs_exec_bin
 from .directives import custom, pbs_resources
 from .status import loads, native
@@ -55,6 +57,35 @@ class PBSConfig(BatchConfig):
     flavour: Optional[str] = None
 
 
+#: the qsub options each template key sets (user_script.silent_only): letters, and
+#: "l:<resource>" for -l; any resource of the user's replaces all of ours
+_USER_RESOURCES = ("l:select", "l:place", "l:nodes", "l:mem", "l:ncpus", "l:ngpus",
+                   "l:mpiprocs", "l:nodect", "n")
+_OPTIONS_OF = {"job_name": ("N",), "walltime": ("l:walltime",), "queue": ("q",),
+               "account": ("A",), "project": ("P",), "output": ("o",), "join": ("j",),
+               "direct_output": ("k",),
+               **{key: _USER_RESOURCES for key in ("select", "place", "nodes", "memory",
+                                                    "exclusive")}}
+_RESOURCES = frozenset({"select", "place", "nodes", "memory", "exclusive"})
+
+
+def qsub_options(directives: Sequence[str]) -> set[str]:
+    """The options ``#PBS`` lines set: letters; ``l:<name>`` for each -l resource and
+    ``W:<name>`` for each -W attribute."""
+    names: set[str] = set()
+    found = [w for line in directives for w in words(line, "#PBS")]
+    for i, word in enumerate(found):
+        if not word.startswith("-") or len(word) < 2:
+            continue
+        letter = word[1]
+        names.add(letter)
+        if letter in "lW":
+            value = word[2:] or (found[i + 1] if i + 1 < len(found) else "")
+            names.update(f"{letter}:{item.split('=', 1)[0].strip()}"
+                         for item in value.split(","))
+    return names
+
+
 class OpenPBS(Scheduler):
     """OpenPBS's commands, parsers and state table (see the module docstring)."""
 
@@ -79,7 +110,7 @@ class OpenPBS(Scheduler):
     # qdel of a job that ended (exit 35) or was purged from the history (153)
     # (tests/fixtures/openpbs-23.06/INDEX.md, "qstat / qdel / qsub errors")
     ended_errors = ("Job has finished", "Unknown Job Id")
-    # qstat sends one request per id named (~50 ms each here): for more than 20, one
+    # qstat sends one request per id named: for more than 20, one
     # request for every live job, then the history only of ours not among them
     few_ids = 20
     # with job history, a job qstat -x no longer knows was purged long after it ended;
@@ -110,9 +141,16 @@ class OpenPBS(Scheduler):
         """The flavour's resource and queue directives (directives.py)."""
         return {**pbs_resources(spec), "direct_output": True}  # (Torque: no -k d)
 
+    def account_lines(self, spec: JobSpec) -> dict[str, Any]:
+        """``-A`` the account, ``-P`` the project (OpenPBS has both)."""
+        attrs = spec.attributes
+        return {field: (directive_value(f"JobAttributes.{name}", value) if value else None)
+                for field, name, value in (("account", "account", attrs.account),
+                                           ("project", "project_name", attrs.project_name))}
+
     def directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
         attrs = spec.attributes
-        return {
+        ours: dict[str, Any] = {
             # qsub refuses a longer one ("Job name is too long"): 230 is the longest the
             # real OpenPBS 23.06 takes, from the command line or a #PBS line (not the 236
             # of PBS_MAXJOBNAME)
@@ -121,11 +159,27 @@ class OpenPBS(Scheduler):
             **dict.fromkeys(("select", "place", "nodes", "memory", "exclusive")),
             **self.resources(spec),
             "walltime": walltime(attrs.duration),
-            "account": (directive_value("JobAttributes.project_name", attrs.project_name)
-                        if attrs.project_name else None),
+            **self.account_lines(spec),
             "output": str(job_dir.batch_output),
+            "join": True,
             "custom": custom(spec),
         }
+        script = read_user_script(spec, "#PBS")
+        if script is None:
+            return silent_only(ours, None, spec, set(), _OPTIONS_OF, _RESOURCES, "walltime")
+        if self.flavour != "openpbs":
+            raise InvalidJobException(
+                "JobSpec.executable (a batch script): Slurm's Torque-style qsub puts its own "
+                "-o/-e on the command line, over the script's lines: not supported")
+        theirs = qsub_options(script.directives)
+        if "J" in theirs:  # its subjobs would share one job's files: not one job
+            raise InvalidJobException(
+                "JobSpec.executable (a batch script): its #PBS -J makes many jobs; submit "
+                "one job per subjob (submit_many sends them as an array)")
+        ours["custom"] = [c for c in ours["custom"]
+                          if "W:" + c["attribute"].split("=", 1)[0] not in theirs]
+        return {**silent_only(ours, script, spec, theirs, _OPTIONS_OF, _RESOURCES, "walltime"),
+                "user_script": script}
 
     def submit_command(self, job_dir: JobDir) -> list[str]:
         return self.command("qsub", str(job_dir.script))
@@ -161,6 +215,15 @@ class OpenPBS(Scheduler):
 
     def cancel_command(self, native_id: str) -> list[str]:
         return self.command("qdel", native_id)
+
+    # -- hold and release (qhold(1B), qrls(1B), qsub -h: a user hold) ---------------------
+    hold_submit_option = "-h"
+
+    def hold_command(self, native_id: str) -> list[str]:
+        return self.command("qhold", native_id)
+
+    def release_command(self, native_id: str) -> list[str]:
+        return self.command("qrls", native_id)
 
     # -- status -------------------------------------------------------------------------
     def records(self, native_ids: Sequence[str]) -> dict[str, Any]:

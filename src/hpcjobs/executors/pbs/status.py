@@ -88,6 +88,9 @@ def native(native_id: str, job: dict[str, Any]) -> NativeStatus:
             ns.state, ns.withdraw = JobState.FAILED, True
             ns.message = f"PBS says it can never run, so hpcjobs deleted it ({comment})"
             return ns
+        if letter == "H":  # qhold's comment says who held it; qsub -h leaves none
+            ns.metadata["held"] = True
+            comment = comment or f"held (Hold_Types {job.get('Hold_Types', '?')})"
         ns.waiting(comment, timestamp(job.get("estimated", {}).get("start_time")))
     return ns
 

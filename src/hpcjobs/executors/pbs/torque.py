@@ -23,6 +23,7 @@ from ...final_status import Cause
 from ...spec import JobSpec
 from ...state import JobState
 from ..batch import LOCAL, JobDir, NativeStatus, Scheduler
+from ..batch.script import one_account
 from .directives import queue
 from .commands import pbs_exec_bin
 from .executor import OpenPBS, PBSConfig, PBSJobExecutor
@@ -81,6 +82,10 @@ class Torque(OpenPBS):
 
     def resources(self, spec: JobSpec) -> dict[str, Any]:
         return torque_resources(spec)
+
+    def account_lines(self, spec: JobSpec) -> dict[str, Any]:
+        # Torque's qsub -P is a proxy user, not a project: one account line only
+        return {"account": one_account(spec, "Torque"), "project": None}
 
     def submit_command(self, job_dir: JobDir) -> list[str]:
         # -o/-j on the command line too: Slurm's qsub wrapper passes sbatch its own
@@ -206,6 +211,9 @@ def torque_native(native_id: str, job: dict[str, str]) -> NativeStatus:
     ns = NativeStatus(native_id, letter, TORQUE_STATES.get(letter))
     if "exec_host" in job:
         ns.metadata["nodes"] = job["exec_host"]
+    if letter == "H":  # (Slurm's wrappers show a held job as Q: only hold() says held)
+        ns.metadata["held"] = True
+        ns.waiting(f"held (Hold_Types {job.get('Hold_Types', '?')})", None)
     if letter != "C":
         return ns
     # Torque's comp_time is in seconds since the epoch (the wrappers have none)

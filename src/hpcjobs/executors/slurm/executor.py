@@ -16,13 +16,14 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
 
-from ...errors import CommandError
+from ...errors import CommandError, InvalidJobException
 from ...final_status import Cause, decode_wait_status
 from ...spec import JobSpec
 from ...state import JobState
 from ..batch import (ArrayDir, BatchSchedulerExecutor, JobDir, NativeStatus, Scheduler,
                      directive_value, local_time, safe_job_name, walltime)
-from ..batch.script import custom_attributes
+from ..batch.script import custom_attributes, one_account
+from ..batch.user_script import read_user_script, silent_only, words
 
 __all__ = ["Slurm", "SlurmJobExecutor", "SLURM_STATES"]
 
@@ -75,6 +76,21 @@ _RESERVED = {option: f"hpcjobs sets --{option} itself" for option in (
     "output", "error", "input", "parsable", "wrap", "array", "wait", "chdir", "export-file",
     "test-only", "help", "usage", "version")}
 _REASON_NONE = {"None", "", "(null)"}
+#: the pending reasons of a held job (squeue(1) "JOB REASON CODES")
+_HELD = {"JobHeldUser", "JobHeldAdmin"}
+#: the sbatch options each template key sets (user_script.silent_only), and its short options
+_OPTIONS_OF = {"job_name": ("job-name",), "ntasks": ("ntasks",), "nodes": ("nodes",),
+               "ntasks_per_node": ("ntasks-per-node",), "cpus_per_task": ("cpus-per-task",),
+               "gpus_per_task": ("gpus-per-task",),
+               "memory": ("mem", "mem-per-cpu", "mem-per-gpu"), "exclusive": ("exclusive",),
+               "time": ("time",), "partition": ("partition",), "account": ("account",),
+               "reservation": ("reservation",), "export_none": ("export",)}
+_RESOURCES = frozenset({"ntasks", "nodes", "ntasks_per_node", "cpus_per_task", "gpus_per_task",
+                        "memory", "exclusive"})
+_SHORT = {"J": "job-name", "n": "ntasks", "N": "nodes", "c": "cpus-per-task", "t": "time",
+          "p": "partition", "A": "account", "o": "output", "e": "error", "D": "chdir",
+          "H": "hold", "a": "array", "G": "gpus", "q": "qos", "C": "constraint",
+          "d": "dependency", "w": "nodelist", "x": "exclude", "i": "input"}
 _MAY_NOT_HAVE_RUN = {"CANCELLED", "DEADLINE", "BOOT_FAIL", "REVOKED"}
 # Slurm's defaults for what _slurm_config reads
 _CONFIG_DEFAULTS = {"MinJobAge": 300.0, "KillWait": 30.0, "MaxArraySize": 1001.0}
@@ -93,13 +109,20 @@ class Slurm(Scheduler):
                         "Resource temporarily unavailable",
                         "Zero Bytes were transmitted or received")
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: the job directories of users' scripts that name their output: sbatch gets no
+        #: --output of ours (its command line would win over the script's line)
+        self._own_output: set[str] = set()
+
     # -- the script ---------------------------------------------------------------------
     unusable_in_paths = (re.compile(r"\\"),
                          "sbatch drops backslashes from --output paths (its filename patterns)")
 
     def validate(self, spec: JobSpec) -> None:
         self._custom(spec)  # every check that needs no scheduler, before submitting
-        for field in ("queue_name", "project_name", "reservation_id"):
+        one_account(spec, "Slurm")
+        for field in ("queue_name", "reservation_id"):
             value = getattr(spec.attributes, field)
             if value is not None:
                 directive_value(f"JobAttributes.{field}", value)
@@ -107,7 +130,7 @@ class Slurm(Scheduler):
     def directives(self, spec: JobSpec, job_dir: JobDir) -> dict[str, Any]:
         res = spec.resources_v1
         attrs = spec.attributes
-        return {
+        ours: dict[str, Any] = {
             "job_name": safe_job_name(spec, 128),
             "ntasks": res.computed_process_count,
             "nodes": res.requested_node_count,
@@ -119,11 +142,24 @@ class Slurm(Scheduler):
             "exclusive": res.exclusive_node_use,
             "time": walltime(attrs.duration),  # Slurm rounds up to minutes
             "partition": attrs.queue_name,
-            "account": attrs.project_name,
+            "account": one_account(spec, "Slurm"),
             "reservation": attrs.reservation_id,
             "export_none": not spec.inherit_environment,
             "custom": self._custom(spec),
         }
+        script = read_user_script(spec, "#SBATCH")
+        if script is None:
+            return silent_only(ours, None, spec, set(), _OPTIONS_OF, _RESOURCES, "time")
+        theirs = _sbatch_options(script.directives)
+        if "array" in theirs:  # its tasks would share one job's files: not one job
+            raise InvalidJobException(
+                "JobSpec.executable (a batch script): its #SBATCH --array makes many jobs; "
+                "submit one job per task (submit_many sends them as an array)")
+        if "output" in theirs:  # then the script's, not our --output on sbatch's command line
+            self._own_output.add(job_dir.path.name)
+        ours["custom"] = [c for c in ours["custom"] if c["option"] not in theirs]
+        return {**silent_only(ours, script, spec, theirs, _OPTIONS_OF, _RESOURCES, "time"),
+                "user_script": script}
 
     @staticmethod
     def _custom(spec: JobSpec) -> list[dict[str, Optional[str]]]:
@@ -140,6 +176,9 @@ class Slurm(Scheduler):
         return out
 
     def submit_command(self, job_dir: JobDir) -> list[str]:
+        if job_dir.path.name in self._own_output:  # a user's script that names its output
+            self._own_output.discard(job_dir.path.name)
+            return ["sbatch", "--parsable", str(job_dir.script)]
         # --output names our file; '%' would be one of sbatch's filename patterns
         output = str(job_dir.batch_output).replace("%", "%%")
         return ["sbatch", "--parsable", f"--output={output}", str(job_dir.script)]
@@ -185,11 +224,21 @@ class Slurm(Scheduler):
     def cancel_command(self, native_id: str) -> list[str]:
         return ["scancel", native_id]
 
+    # -- hold and release (scontrol(1) hold, release; sbatch(1) --hold) -----------------
+    hold_submit_option = "--hold"
+    ended_errors = ("Job has already finished",)
+
+    def hold_command(self, native_id: str) -> list[str]:
+        return ["scontrol", "hold", native_id]
+
+    def release_command(self, native_id: str) -> list[str]:
+        return ["scontrol", "release", native_id]
+
     # -- status -------------------------------------------------------------------------
     # squeue given more than one job id loads every job of the cluster and matches each
     # against each id (squeue.c asks the controller for one job, or one user's jobs, by
-    # itself): with 5,700 jobs, 500 ids cost 85 ms of CPU and 5,000 ids 395 ms, where
-    # listing the user's 5,700 jobs cost 30 ms, what 50 ids did (docs/slurm.md)
+    # itself), so for more than 50 ids listing the user's jobs costs less (the figures:
+    # docs/decisions.md)
     few_ids = 50
 
     def records(self, native_ids: Sequence[str]) -> dict[str, str]:
@@ -229,6 +278,8 @@ class Slurm(Scheduler):
         ns = _native(native_id, state, reason, exit_code)
         if ns.state is JobState.QUEUED:
             ns.waiting(None if reason in _REASON_NONE else reason, _timestamp(start))
+            if reason in _HELD:
+                ns.metadata["held"] = True
         elif nodes and nodes not in _REASON_NONE:
             ns.metadata["nodes"] = nodes
         return ns
@@ -381,6 +432,18 @@ def _native(native_id: str, state: str, reason: str, exit_code: Optional[int]) -
     # the executor adds the exit status it settles on (Slurm's, or the script's record)
     ns.message = f"{why} ({detail})" if why else detail
     return ns
+
+
+def _sbatch_options(directives: Sequence[str]) -> set[str]:
+    """The long names of the sbatch options ``#SBATCH`` lines set."""
+    names = set()
+    for line in directives:
+        for word in words(line, "#SBATCH"):
+            if word.startswith("--"):
+                names.add(word[2:].split("=", 1)[0])
+            elif word.startswith("-") and len(word) > 1:
+                names.add(_SHORT.get(word[1], word[1]))
+    return names
 
 
 def _user(uid: str) -> str:

@@ -1,0 +1,213 @@
+"""``SshHost``: the batch machinery's host (where scheduler commands run and job files
+live) on the other end of an :class:`~hpcjobs.remote.ssh.SshConnection`.
+
+It answers the same calls as the local host of the batch executors (``run``,
+``read_files``, ``list_dir``, ``make_dir``, ``write_file``, ``rename``, ``hard_link``,
+``remove``) with the same meanings. The calls that change files return nothing and
+are queued: they travel with the next ``run``, ``read_files`` or ``list_dir``, in the
+same round trip and before it, and the first that fails stops the rest. So a submit
+(its directory, its script, then ``sbatch``) is one round trip, and a status tick (all
+the job files it looks at) is one more. :meth:`flush` sends what is queued on its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+from ..errors import CommandError
+from ..external import CommandResult
+from .errors import SshError
+from .ops import ListDir, MakeDirs, Op, Remove, Result, Run, StatRead, StatReadMany, WriteFile
+from .ssh import SshConnection
+
+__all__ = ["SshHost", "FileData", "RemoteFileError"]
+
+log = logging.getLogger(__name__)
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+@dataclass(frozen=True)
+class FileData:
+    """A file as read: when it last changed, which file it is, and its bytes (the
+    fields of the batch host's ``FileData``)."""
+
+    mtime: float
+    identity: tuple[int, int]
+    size: int
+    is_dir: bool = False
+    data: bytes = b""
+
+
+class RemoteFileError(OSError):
+    """A queued file change failed on the remote host; the calls queued after it were
+    not made, and the command or read it travelled with was not run."""
+
+    def __init__(self, message: str, result: Result) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class SshHost:
+    """The machine at the other end of ``connection``, as a batch executor's host."""
+
+    def __init__(self, connection: SshConnection) -> None:
+        self.connection = connection
+        self._lock = threading.Lock()
+        self._queued: list[Op] = []
+
+    # -- changes: queued ---------------------------------------------------------------
+    def make_dir(self, path: str, exist_ok: bool = False) -> None:
+        """Make the directory ``path`` (0700); its parent must exist."""
+        script = 'mkdir -m 700 "$1" || { [ "$2" = 1 ] && [ -d "$1" ]; }'
+        self._queue(Run(["sh", "-c", script, "sh", path, "1" if exist_ok else "0"]))
+
+    def write_file(self, path: str, data: bytes, mode: int = FILE_MODE,
+                   exclusive: bool = True) -> None:
+        """Write ``data`` as ``path`` (whole or not at all); ``exclusive``: it must not
+        exist yet, else it is replaced."""
+        self._queue(WriteFile(path, data, mode, exclusive))
+
+    def rename(self, source: str, target: str) -> None:
+        """Rename ``source`` to ``target``."""
+        self._queue(Run(["mv", "-f", source, target]))
+
+    def hard_link(self, target: str, link: str) -> None:
+        """Make ``link`` a hard link to ``target``, replacing one of that name, making
+        its directory (0700) if missing."""
+        self._queue(MakeDirs(os.path.dirname(link) or ".", None))
+        self._queue(Run(["ln", "-f", target, link]))
+
+    def remove(self, path: str) -> None:
+        """Remove the file or directory tree ``path`` (gone already: no error)."""
+        self._queue(Remove(path, recursive=True))
+
+    def flush(self, timeout: float = 120.0) -> None:
+        """Send the queued changes now (one round trip; none if nothing is queued)."""
+        with self._lock:
+            pending = bool(self._queued)
+        if pending:
+            self._send_files([], timeout)
+
+    # -- commands and reads: one round trip each, with the queued changes -------------
+    def run(self, argv: Sequence[str], *, timeout: float, check: bool = True,
+            meanwhile: Optional[Callable[[], None]] = None) -> CommandResult:
+        """Run ``argv`` there (after the queued changes), with :func:`hpcjobs.external.run`'s
+        contract: CommandError with the output when it cannot run or (``check``) fails."""
+        args = [str(a) for a in argv]
+        try:
+            r = self._send([Run(args)], timeout, meanwhile)[0]
+        except SshError as e:  # (the batch machinery handles CommandErrors of its commands)
+            raise CommandError(args, None, "", e.stderr,
+                               reason=f"could not be run: {e.message}") from e
+        out, err = r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
+        where = str(self.connection.target)
+        if r.missing:
+            raise CommandError(args, None, out, err, reason=f"could not be run: not found on {where}")
+        if check and r.returncode != 0:
+            raise CommandError(args, r.returncode, out, err)
+        return CommandResult(args, r.returncode, out, err)
+
+    def read_files(self, paths: Sequence[str], offsets: Optional[Sequence[int]] = None,
+                   limit: int = 1 << 20) -> list[Optional[FileData]]:
+        """Each path's file from its offset, at most ``limit`` bytes; None for one that
+        cannot be read. One round trip for all (and the queued changes)."""
+        if not paths:
+            return []
+        offs = tuple(offsets) if offsets else (0,) * len(paths)
+        r = self._send_files([StatReadMany(tuple(paths), offs)])[0]
+        found = split_many(r.stdout, offs, limit)
+        if found is not None:
+            return found
+        # a file changed between its stat and its read: read each on its own
+        ops = [StatRead(p, offs[i], limit) for i, p in enumerate(paths)]
+        return [_file_data(r) for r in self._send_files(ops)]
+
+    def list_dir(self, path: str) -> Optional[list[str]]:
+        """The names in the directory ``path``; None if it does not exist."""
+        r = self._send_files([ListDir(path)])[0]
+        if not r.ok:
+            return None
+        return [os.fsdecode(n) for n in r.stdout.split(b"\0")[:-1]]
+
+    # -- the round trip ----------------------------------------------------------------
+    def _queue(self, op: Op) -> None:
+        with self._lock:
+            self._queued.append(op)
+
+    def _send_files(self, ops: Sequence[Op], timeout: float = 120.0) -> list[Result]:
+        """:meth:`_send` for file calls: a connection failure is a ConnectionError (an
+        OSError, as the local host's file calls raise)."""
+        try:
+            return self._send(ops, timeout)
+        except SshError as e:
+            raise ConnectionError(f"files on {self.connection.target}: {e.message}") from e
+
+    def _send(self, ops: Sequence[Op], timeout: float,
+              meanwhile: Optional[Callable[[], None]] = None) -> list[Result]:
+        """The queued changes, then ``ops``, in one round trip: the results of ``ops``.
+        A failed change raises RemoteFileError, and nothing after it was run."""
+        with self._lock:
+            queued, self._queued = self._queued, []
+        results = self.connection.batch([*queued, *ops], timeout=timeout, meanwhile=meanwhile,
+                                        guard=len(queued))
+        for r in results[:len(queued)]:
+            if not r.ok:
+                raise _failed(r, self.connection)
+        return results[len(queued):]
+
+
+def _failed(r: Result, connection: SshConnection) -> RemoteFileError:
+    err = r.stderr.decode("utf-8", "replace").strip()
+    return RemoteFileError(f"{r.op!r} failed on {connection.target} (exit {r.returncode})"
+                           + (f": {err}" if err else ""), r)
+
+
+def split_many(out: bytes, offsets: Sequence[int], limit: int) -> Optional[list[Optional[FileData]]]:
+    """The files in the output of a :class:`StatReadMany`, or None if the bytes do not
+    add up to the sizes stat gave (a file changed in between)."""
+    kinds, _, rest = out.partition(b"\n")
+    if len(kinds) != len(offsets) or kinds.strip(b"012"):
+        return None
+    stats: list[Optional[tuple[float, tuple[int, int], int, bool]]] = []
+    for kind in kinds:
+        if kind == ord("0"):
+            stats.append(None)
+            continue
+        line, sep, rest = rest.partition(b"\n")
+        fields = line.split(b" ")
+        if not sep or len(fields) < 5:
+            return None
+        is_dir = b" ".join(fields[4:]) == b"directory"
+        if is_dir != (kind == ord("2")):
+            return None
+        stats.append((float(fields[0]), (int(fields[1]), int(fields[2])), int(fields[3]), is_dir))
+    # the data: whole files read from offset 0 first, then those read from an offset
+    order = [i for i, o in enumerate(offsets) if o == 0] + [i for i, o in enumerate(offsets) if o > 0]
+    data: dict[int, bytes] = {}
+    pos = 0
+    for i in order:
+        st = stats[i]
+        if st is None or st[3]:
+            continue
+        n = max(0, st[2] - offsets[i])
+        data[i] = rest[pos:pos + n][:limit]
+        pos += n
+    if pos != len(rest):
+        return None
+    return [None if st is None else FileData(st[0], st[1], st[2], st[3], data.get(i, b""))
+            for i, st in enumerate(stats)]
+
+
+def _file_data(r: Result) -> Optional[FileData]:
+    if not r.ok:
+        return None
+    line, _, data = r.stdout.partition(b"\n")
+    mtime, dev, ino, size, *kind = line.split(b" ")
+    is_dir = b" ".join(kind) == b"directory"
+    return FileData(float(mtime), (int(dev), int(ino)), int(size), is_dir, b"" if is_dir else data)

@@ -1,0 +1,202 @@
+"""Operations as one POSIX ``sh`` script, and the script's output split back per operation.
+
+The remote side runs the constant command ``exec /bin/sh -s`` and reads this script on
+its stdin. Everything variable (arguments, paths, file contents) travels inside the
+script, never in the command line ssh hands to the user's login shell, so the login
+shell (bash, tcsh, ...) interprets nothing of ours: one round of ``sh`` parsing, and
+every value in it is single-quoted (``'`` as ``'\\''``); file contents are written by
+the ``printf`` builtin from one such word, or, if they hold a NUL (which no shell word
+can), from octal escapes. The only refusal is a NUL byte in an argument or path: the
+operating system cannot pass one either.
+
+Each operation writes its stdout and stderr to files in a private temporary directory;
+after it, the script prints a header ``<marker> <index> <exit code> <len out> <len err>``
+and the two files, so the client can split the stream exactly whatever the commands
+print (and whatever a login script printed before). The marker is random per script.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from typing import Iterator, Optional, Sequence
+
+from .ops import (ListDir, MakeDirs, Op, ReadFile, Remove, Result, Run, StatRead, StatReadMany,
+                  Text, WriteFile)
+
+__all__ = ["quote", "render", "parse", "REMOTE_COMMAND", "Parsed"]
+
+#: what ssh asks the remote login shell to run: the same words for every batch
+REMOTE_COMMAND = "exec /bin/sh -s"
+
+_MISSING = b"nf"  # in place of the exit code: the command is not on the remote PATH
+_PRINTF_CHUNK = 2048  # bytes per printf of octal escapes (a line of ~8 KiB)
+
+
+def as_bytes(value: Text, what: str) -> bytes:
+    """``value`` as the bytes that must arrive; ValueError for what cannot."""
+    if isinstance(value, str):
+        try:
+            value = os.fsencode(value)
+        except UnicodeEncodeError as e:
+            raise ValueError(f"{what} {value!r} cannot be encoded for the remote side: {e}") from None
+    elif not isinstance(value, bytes):
+        raise TypeError(f"{what} must be str or bytes, got {type(value).__name__}")
+    if b"\0" in value:
+        raise ValueError(f"{what} {value!r} contains a NUL byte, which no command can receive")
+    return value
+
+
+def quote(value: Text, what: str = "argument") -> bytes:
+    """``value`` as one POSIX sh word that expands to exactly its bytes."""
+    return b"'" + as_bytes(value, what).replace(b"'", b"'\\''") + b"'"
+
+
+def _octal(data: bytes) -> Iterator[bytes]:
+    for i in range(0, len(data), _PRINTF_CHUNK):
+        chunk = data[i:i + _PRINTF_CHUNK]
+        yield b"printf '" + b"".join(b"\\%03o" % c for c in chunk) + b"'\n"
+
+
+def emit(data: bytes) -> bytes:
+    """Commands that write exactly ``data`` to their stdout (a brace group). ``printf``
+    is a builtin of every sh in use (dash, bash, BusyBox ash): writing a file costs no
+    process."""
+    if b"\0" in data:  # no shell word can hold a NUL: all of it as octal escapes
+        return b"{ :\n" + b"".join(_octal(data)) + b"}"
+    return b"{ printf '%s' " + b"'" + data.replace(b"'", b"'\\''") + b"'; }"
+
+
+def _body(op: Op) -> bytes:
+    """One operation as a compound command; its exit status is the operation's."""
+    if isinstance(op, Run):
+        if not op.argv:
+            raise ValueError("Run: empty argument list")
+        words = [quote(a) for a in op.argv]
+        if as_bytes(op.argv[0], "command").startswith(b"-"):
+            raise ValueError(f"Run: command name {op.argv[0]!r} starts with '-'")
+        cd = b"cd " + quote(op.cwd, "directory") + b" && " if op.cwd is not None else b""
+        stdin = b' <"$d/i"' if op.input is not None else b""
+        fill = emit(op.input) + b' >"$d/i" && ' if op.input is not None else b""
+        # a missing command is told apart from one that exits 127 by asking first; the
+        # subshell keeps a cd to this operation
+        return (b"if command -v " + words[0] + b" >/dev/null 2>&1; then (" + fill + cd
+                + b" ".join(words) + stdin + b'); else : >"$d/nf"; (exit 127); fi')
+    if isinstance(op, WriteFile):
+        path = as_bytes(op.path, "path")
+        target = quote(path, "path")
+        part = quote(path + b".hpcjobs-part.", "path") + b"$$"
+        chmod = b" && chmod %o " % op.mode + part if op.mode is not None else b""
+        # exclusive: a hard link fails if the target exists (rename would replace it)
+        place = (b" && ln " + part + b" " + target + b" && rm -f " + part if op.exclusive
+                 else b" && mv -f " + part + b" " + target)
+        return (b"if " + emit(op.data) + b" >" + part + chmod + place
+                + b"; then :; else rc=$?; rm -f " + part + b"; (exit $rc); fi")
+    if isinstance(op, ReadFile):
+        return b"cat " + quote(op.path, "path")
+    if isinstance(op, StatRead):
+        path = quote(op.path, "path")
+        if op.offset < 0 or op.limit < 0:
+            raise ValueError(f"StatRead: negative offset or limit: {op!r}")
+        skip = str(op.offset + 1).encode()
+        return (b"s=$(stat -L -c '%.9Y %d %i %s %F' " + path + b") && printf '%s\\n' \"$s\" && "
+                + b"case $s in *directory) ;; *) tail -c +" + skip + b" " + path
+                + b" | head -c " + str(op.limit).encode() + b";; esac")
+    if isinstance(op, StatReadMany):
+        if len(op.paths) != len(op.offsets) or any(o < 0 for o in op.offsets):
+            raise ValueError("StatReadMany: one offset (>= 0) per path")
+        words = [quote(p, "path") for p in op.paths]
+        # the tests are builtins: a path costs no process unless it is read from an offset
+        lines = [b"set --"]
+        lines += [b"if [ -d " + w + b" ]; then set -- \"$@\" " + w + b"; printf 2; "
+                  b"elif [ -e " + w + b" ]; then set -- \"$@\" " + w + b"; printf 1; "
+                  b"else printf 0; fi" for w in words]
+        lines.append(b"printf '\\n'")
+        lines.append(b"if [ $# -gt 0 ]; then stat -L -c '%.9Y %d %i %s %F' -- \"$@\"; fi")
+        whole = [w for w, o in zip(words, op.offsets) if o == 0]
+        if whole:
+            lines.append(b"cat -- " + b" ".join(whole) + b" 2>/dev/null")
+        lines += [b"if [ -f " + w + b" ]; then tail -c +" + str(o + 1).encode() + b" " + w
+                  + b"; fi" for w, o in zip(words, op.offsets) if o > 0]
+        lines.append(b":")
+        return b"\n".join(lines)
+    if isinstance(op, ListDir):
+        # the glob patterns match every name but . and ..; a pattern matching nothing
+        # stays as itself and is skipped by the existence test
+        return (b"(cd " + quote(op.path, "path") + b" && for f in * .[!.]* ..?*; do "
+                b"if [ -e \"$f\" ] || [ -L \"$f\" ]; then printf '%s\\000' \"$f\"; fi; done)")
+    if isinstance(op, MakeDirs):
+        path = quote(op.path, "path")
+        chmod = b" && chmod %o " % op.mode + path if op.mode is not None else b""
+        return b"mkdir -p " + path + chmod
+    if isinstance(op, Remove):
+        return (b"rm -rf " if op.recursive else b"rm -f ") + quote(op.path, "path")
+    raise TypeError(f"not a remote operation: {op!r}")
+
+
+def render(ops: Sequence[Op], marker: Optional[bytes] = None,
+           guard: int = 0) -> tuple[bytes, bytes]:
+    """The script running ``ops`` in order, and its marker. Raises ValueError or
+    TypeError (nothing sent) for an operation that cannot be expressed.
+    ``guard``: if one of the first ``guard`` operations fails, the script stops there."""
+    marker = marker or b"HPCJOBS-" + secrets.token_hex(12).encode()
+    lines = [
+        b'd=$(mktemp -d "${TMPDIR:-/tmp}/hpcjobs.XXXXXXXX") || exit 97',
+        b"trap 'rm -rf \"$d\"' EXIT",
+        # the header after each operation: exit code (or "nf"), then the sizes of its
+        # stdout and stderr, followed by both
+        b"_r() { rc=$?; if [ -e \"$d/nf\" ]; then rc=" + _MISSING + b"; rm -f \"$d/nf\"; fi; "
+        # (an operation that printed nothing costs no wc or cat: most of a batch)
+        b"if [ -s \"$d/o\" ] || [ -s \"$d/e\" ]; then "
+        b"printf '%s %s %s %s %s\\n' " + marker + b" \"$1\" \"$rc\" "
+        b"$(wc -c <\"$d/o\") $(wc -c <\"$d/e\"); cat \"$d/o\" \"$d/e\"; "
+        b"else printf '%s %s %s 0 0\\n' " + marker + b" \"$1\" \"$rc\"; fi; "
+        + b"if [ \"$rc\" != 0 ] && [ \"$1\" -lt %d ]; then " % guard
+        + b"printf '%s stop\\n' " + marker + b"; exit 0; fi; }",
+    ]
+    for i, op in enumerate(ops):
+        lines.append(b"{ " + _body(op) + b"\n} </dev/null >\"$d/o\" 2>\"$d/e\"; _r %d" % i)
+    lines.append(b"printf '%s end\\n' " + marker)
+    lines.append(b"exit 0")
+    return b"\n".join(lines) + b"\n", marker
+
+
+class Parsed:
+    """The results split out of a script's output, whether it ran to its end, and
+    whether it stopped early at a failed operation (the last result)."""
+
+    def __init__(self, results: list[Result], complete: bool, stopped: bool = False) -> None:
+        self.results = results
+        self.complete = complete
+        self.stopped = stopped
+
+
+def parse(ops: Sequence[Op], marker: bytes, out: bytes) -> Parsed:
+    """Split the output of :func:`render`'s script into one Result per operation.
+    Output before the first header (a login script's chatter) is skipped."""
+    results: list[Result] = []
+    head = marker + b" "
+    pos = out.find(head)
+    while pos >= 0:
+        eol = out.find(b"\n", pos)
+        if eol < 0:
+            break
+        fields = out[pos + len(head):eol].split()
+        if fields == [b"end"]:
+            return Parsed(results, len(results) == len(ops))
+        if fields == [b"stop"]:
+            return Parsed(results, True, stopped=True)
+        if len(fields) != 4 or int(fields[0]) != len(results):
+            break
+        n_out, n_err = int(fields[2]), int(fields[3])
+        start = eol + 1
+        if len(out) < start + n_out + n_err:
+            break
+        missing = fields[1] == _MISSING
+        results.append(Result(ops[len(results)], 127 if missing else int(fields[1]),
+                              out[start:start + n_out], out[start + n_out:start + n_out + n_err],
+                              missing))
+        pos = start + n_out + n_err
+        if not out.startswith(head, pos):
+            pos = out.find(head, pos)
+    return Parsed(results, False)

@@ -1,0 +1,177 @@
+"""``SshHost`` through the real sshd: the batch host's calls with the local host's
+meanings, file changes travelling with the next command (one round trip for a
+submit's directory, script and command), a failed change stopping what follows."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import Login
+from hpcjobs.errors import CommandError
+from hpcjobs.remote import RemoteFileError, SshConnection, SshHost
+from hpcjobs.remote.shared import SharedConnections
+
+
+@pytest.fixture
+def work(conn: SshConnection):  # type: ignore[no-untyped-def]
+    home = conn.run(["sh", "-c", 'printf %s "$HOME"'], check=True).text
+    d = f"{home}/hpcjobs-host-{os.getpid()}"
+    conn.run(["rm", "-rf", d])
+    conn.run(["mkdir", "-m", "700", d], check=True)
+    yield d
+    conn.run(["rm", "-rf", d])
+
+
+def test_a_submit_is_one_round_trip(conn: SshConnection, work: str, login: Login) -> None:
+    host = SshHost(conn)
+    before = conn.round_trips
+    job = f"{work}/job 'quoted' $HOME"
+    host.make_dir(job)
+    host.write_file(f"{job}/script", b"#!/bin/sh\necho ran as $(id -un)\n", mode=0o700)
+    host.hard_link(f"{job}/script", f"{work}/ids/1")
+    r = host.run([f"{job}/script"], timeout=60)
+    assert r.stdout == f"ran as {login.user}\n"
+    assert conn.round_trips == before + 1
+    st = os.stat(f"{job}/script")
+    assert st.st_mode & 0o777 == 0o700 and st.st_nlink == 2
+    assert os.stat(job).st_mode & 0o777 == 0o700
+
+
+def test_reads_in_one_round_trip(conn: SshConnection, work: str) -> None:
+    host = SshHost(conn)
+    host.write_file(f"{work}/a", b"0123456789")
+    host.write_file(f"{work}/b\nnewline", b"\xff\x00x")
+    host.flush()
+    before = conn.round_trips
+    a, b, missing, d = host.read_files([f"{work}/a", f"{work}/b\nnewline", f"{work}/none", work],
+                                       offsets=[3, 0, 0, 0], limit=4)
+    assert conn.round_trips == before + 1
+    assert a is not None and a.data == b"3456" and a.size == 10 and not a.is_dir
+    st = os.stat(f"{work}/a")
+    assert a.identity == (st.st_dev, st.st_ino) and a.mtime == pytest.approx(st.st_mtime, abs=1e-6)
+    assert b is not None and b.data == b"\xff\x00x"
+    assert missing is None
+    assert d is not None and d.is_dir and d.data == b""
+    assert sorted(host.list_dir(work) or []) == ["a", "b\nnewline"]
+    assert host.list_dir(f"{work}/none") is None
+
+
+def test_exclusive_writes_refuse_an_existing_file(conn: SshConnection, work: str) -> None:
+    host = SshHost(conn)
+    host.write_file(f"{work}/f", b"first")
+    host.write_file(f"{work}/f", b"second", exclusive=False)
+    host.flush()
+    assert Path(f"{work}/f").read_bytes() == b"second"
+    host.write_file(f"{work}/f", b"third")  # exclusive by default
+    host.write_file(f"{work}/after", b"never")
+    with pytest.raises(RemoteFileError, match="WriteFile"):
+        host.run(["true"], timeout=60)
+    assert Path(f"{work}/f").read_bytes() == b"second"
+    assert not Path(f"{work}/after").exists()  # nothing after the failed change ran
+    assert [n for n in os.listdir(work) if "hpcjobs-part" in n] == []
+
+
+def test_a_failed_change_stops_the_command_it_travels_with(conn: SshConnection, work: str) -> None:
+    host = SshHost(conn)
+    host.make_dir(f"{work}/no/such/parent")
+    host.write_file(f"{work}/no/such/parent/script", b"x")
+    with pytest.raises(RemoteFileError, match="mkdir"):
+        host.run(["touch", f"{work}/submitted"], timeout=60)
+    assert not Path(f"{work}/submitted").exists()
+    host.make_dir(work, exist_ok=True)
+    host.run(["true"], timeout=60)  # the queue was emptied by the failure
+
+
+def test_flush_reports_a_failed_change(conn: SshConnection, work: str) -> None:
+    host = SshHost(conn)
+    host.write_file(f"{work}/missing-dir/f", b"x")
+    host.write_file(f"{work}/g", b"never")
+    with pytest.raises(RemoteFileError, match="missing-dir"):
+        host.flush()
+    assert not Path(f"{work}/g").exists()
+
+
+def test_a_lost_connection_is_the_error_the_local_host_would_raise(login: Login, tmp_path: Path) -> None:
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    host = SshHost(login.connection(login.config_with(tmp_path, UserKnownHostsFile=str(empty))))
+    with pytest.raises(CommandError, match="host key"):
+        host.run(["true"], timeout=60)
+    with pytest.raises(ConnectionError, match="host key"):
+        host.read_files(["/etc/hostname"])
+    host.connection.close()
+
+
+def test_run_keeps_the_external_contract(conn: SshConnection) -> None:
+    host = SshHost(conn)
+    with pytest.raises(CommandError, match="not found"):
+        host.run(["sbatch-not-here"], timeout=60)
+    with pytest.raises(CommandError) as e:
+        host.run(["sh", "-c", "echo out; echo err >&2; exit 4"], timeout=60)
+    assert (e.value.returncode, e.value.stdout, e.value.stderr) == (4, "out\n", "err\n")
+    assert host.run(["sh", "-c", "exit 4"], timeout=60, check=False).returncode == 4
+    seen = []
+    host.run(["true"], timeout=60, meanwhile=lambda: seen.append(1))
+    assert seen == [1]
+
+
+def test_remove_and_rename(conn: SshConnection, work: str) -> None:
+    host = SshHost(conn)
+    host.make_dir(f"{work}/tree")
+    host.write_file(f"{work}/tree/f", b"x")
+    host.rename(f"{work}/tree/f", f"{work}/g")
+    host.remove(f"{work}/tree")
+    host.remove(f"{work}/gone-already")
+    host.flush()
+    assert sorted(os.listdir(work)) == ["g"]
+
+
+def test_executors_share_one_connection_per_destination(login: Login) -> None:
+    shared = SharedConnections()
+    a = shared.acquire(login.connection().target, ["-F", str(login.config)])
+    b = shared.acquire(login.connection().target, ["-F", str(login.config)])
+    assert a is b and shared.users(a) == 2
+    a.run(["true"], check=True)
+    pid = a.master_pid
+    shared.release(a)
+    assert a.master_pid == pid  # still in use by the other
+    shared.release(b)
+    assert a.master_pid is None and shared.users(a) == 0
+
+
+def test_a_tick_over_many_files_costs_a_constant_number_of_processes(conn: SshConnection,
+                                                                     work: str) -> None:
+    host = SshHost(conn)
+    for i in range(300):
+        host.write_file(f"{work}/f{i}", b"%d" % i * (i % 7))
+    host.make_dir(f"{work}/sub")
+    host.flush()
+    paths = [p for i in range(300) for p in (f"{work}/f{i}", f"{work}/missing{i}")] + [f"{work}/sub"]
+    offsets = [1 if i % 50 == 0 else 0 for i in range(len(paths))]
+    before = conn.round_trips
+    found = host.read_files(paths, offsets, limit=5)
+    assert conn.round_trips == before + 1  # no fallback: nothing changed meanwhile
+    for path, offset, got in zip(paths, offsets, found):
+        if "missing" in path:
+            assert got is None
+            continue
+        assert got is not None
+        st = os.stat(path)
+        assert (got.size, got.identity, got.is_dir) == (st.st_size, (st.st_dev, st.st_ino),
+                                                        os.path.isdir(path))
+        if not got.is_dir:
+            assert got.data == Path(path).read_bytes()[offset:offset + 5]
+
+
+def test_bytes_that_do_not_add_up_fall_back_to_reading_each_file() -> None:
+    from hpcjobs.remote.host import split_many
+    out = b"102\n1.5 1 2 3 regular file\n2.5 1 3 4096 directory\nabc"
+    got = split_many(out, [0, 0, 0], limit=10)
+    assert got is not None and got[0] is not None and got[0].data == b"abc" and got[1] is None
+    assert got[2] is not None and got[2].is_dir
+    assert split_many(out + b"d", [0, 0, 0], 10) is None  # grew between stat and cat
+    assert split_many(out[:-1], [0, 0, 0], 10) is None    # shrank, or vanished
+    assert split_many(b"11\n" + out[4:], [0, 0], 10) is None  # a file where stat saw a directory
