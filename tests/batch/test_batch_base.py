@@ -24,7 +24,8 @@ from typing import Any, Iterable, Iterator, Optional, Sequence
 import pytest
 
 from hpcjobs import Job, JobExecutor, JobSpec, JobState
-from hpcjobs.errors import CommandError, InvalidJobException, SubmitException
+from hpcjobs.errors import (CommandError, InvalidJobException, InvalidJobStateError,
+                           SubmitException)
 from hpcjobs.exec_limits import MAX_ARG_STRLEN
 from hpcjobs.executors.batch import JobDir, NativeStatus, local_time
 from hpcjobs.executors.batch.jobdir import exports
@@ -679,5 +680,63 @@ def test_a_burst_goes_out_as_arrays_of_the_schedulers_size(executor: FakeExecuto
         for native_id in ids:
             ledger.states[str(native_id)] = JobState.COMPLETED
     for job in jobs:
+        status = job.wait(timeout=WAIT)
+        assert status is not None and status.state is JobState.COMPLETED
+
+
+def test_a_scheduler_without_holds_says_so_before_anything_is_submitted(
+        executor: FakeExecutor, ledger: Ledger) -> None:
+    job = Job(JobSpec("/bin/true"))
+    with pytest.raises(NotImplementedError, match="fake executor cannot hold"):
+        executor.submit(job, hold=True)
+    assert job.status.state is JobState.NEW and not ledger.states
+    executor.submit(job)
+    with pytest.raises(NotImplementedError, match="cannot hold"):
+        executor.hold(job)
+    with pytest.raises(NotImplementedError, match="cannot release"):
+        executor.release(job)
+
+
+class Holding(Fake):
+    """A scheduler with holds: its hold and release commands mark the ledger."""
+
+    hold_submit_option = "-e"  # (sh's: the submit command below runs the same with it)
+    held: set[str] = set()
+
+    def submit_command(self, job_dir: JobDir) -> list[str]:
+        return ["sh", "-c", 'echo "$0"', self.ledger.new_id()]
+
+    def hold_command(self, native_id: str) -> list[str]:
+        return self._mark(native_id, True)
+
+    def release_command(self, native_id: str) -> list[str]:
+        return self._mark(native_id, False)
+
+    def _mark(self, native_id: str, held: bool) -> list[str]:
+        with self.ledger.lock:
+            if self.ledger.states[native_id].final:
+                return ["sh", "-c", "echo 'job has ended' >&2; exit 1"]
+            (self.held.add if held else self.held.discard)(native_id)
+        return ["true"]
+
+
+def test_hold_and_release_run_the_schedulers_commands(tmp_path: Path, ledger: Ledger) -> None:
+    Holding.ledger, Holding.held = ledger, set()
+    with running(Holding, work_directory=tmp_path, burst_window=0,
+                 min_query_interval=0.05) as ex:
+        job = Job(JobSpec("/bin/true"))
+        ex.submit(job, hold=True)  # (the option went to sh: the id came back all the same)
+        assert job.status.state is JobState.QUEUED
+        assert (job.status.metadata or {}).get("held") is True
+        ex.hold(job)
+        assert Holding.held == {job.native_id}
+        ex.release(job)
+        assert not Holding.held and "held" not in (job.status.metadata or {})
+        # a job that started meanwhile: its hold is undone, and hold() says why
+        ledger.states[job.native_id or ""] = JobState.ACTIVE
+        with pytest.raises(InvalidJobStateError, match="has started"):
+            ex.hold(job)
+        assert not Holding.held
+        ledger.states[job.native_id or ""] = JobState.COMPLETED
         status = job.wait(timeout=WAIT)
         assert status is not None and status.state is JobState.COMPLETED
