@@ -101,9 +101,13 @@ def _checked(profile: Any) -> dict[str, Any]:
         raise InvalidJobException(f"{where} must be a Batsim profile object with a 'type', "
                                   f"got {profile!r}")
     try:
-        json.dumps(profile, allow_nan=False)
+        text = json.dumps(profile, allow_nan=False)
     except (TypeError, ValueError) as e:
         raise InvalidJobException(f"{where} is not JSON: {e}") from None
+    # the job's own copy, as a decoder would read it (tuples as lists, keys as
+    # strings): the simulator may keep it, in this process too, and the client may
+    # change its dict after the submit
+    profile = json.loads(text)
     # Batsim aborts the whole simulation on a profile it refuses (every job FAILED with
     # it): refuse the one job instead, by the rules the embedded simulator checks, on
     # the profile as Batsim reads it
