@@ -136,3 +136,38 @@ def test_the_default_runs_in_process_and_the_process_stays_selectable(tmp_path: 
     assert kinds["hpcjobs.sim"] is kinds["endpoint"] is kinds["batprotocol"] is SimulatorProcess
     with pytest.raises(ValueError, match="endpoint"):
         JobExecutor.get_instance("batsim", config={"simulator": "in-process", "endpoint": "ipc:///tmp/x.sock"})
+
+
+@pytest.mark.parametrize("simulator", ["in-process", "hpcjobs.sim"])
+def test_a_simulator_error_reads_the_same_in_process_and_as_a_process(tmp_path: Path, simulator: str) -> None:
+    # hpcjobs.sim refuses an export folder that does not exist: in this process as its
+    # process does, with its error line and exit code
+    ex = JobExecutor.get_instance("batsim", config={
+        "work_directory": tmp_path, "virtual_time": True, "simulator": simulator,
+        "export_prefix": tmp_path / "missing" / "out"})
+    job = Job(JobSpec("sleep", ["1"]))
+    ex.submit(job)
+    status = job.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.FAILED
+    assert status.message == (f"the simulator ended (exited with code 1): hpcjobs.sim: error: --export "
+                              f"'{tmp_path}/missing/out': folder '{tmp_path}/missing' does not exist")
+    ex.close()
+
+
+def test_a_forgotten_executor_ends_its_in_process_simulation(tmp_path: Path) -> None:
+    import gc
+
+    from hpcjobs.executors.batsim.session import Session
+
+    def run() -> Session:
+        ex = JobExecutor.get_instance("batsim", config={"work_directory": tmp_path})  # real time
+        assert isinstance(ex, BatsimJobExecutor)
+        ex.submit(Job(JobSpec("sleep", ["1000"])))
+        assert ex._session is not None
+        return ex._session
+
+    session = run()
+    gc.collect()
+    session._thread.join(WAIT)  # the finalizer stopped the simulation: the decision loop ends
+    assert not session._thread.is_alive()
+    assert session.error == "the simulator was stopped"  # (not run to its end)
