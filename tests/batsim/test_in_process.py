@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from hpcjobs import Job, JobAttributes, JobExecutor, JobSpec, JobState, ResourceSpecV1
+from hpcjobs.errors import SubmitException
 from hpcjobs.executors.batsim import BatsimJobExecutor
 from hpcjobs.sim.output import SCHEDULE_COLUMNS
 
@@ -146,11 +147,17 @@ def test_a_simulator_error_reads_the_same_in_process_and_as_a_process(tmp_path: 
         "work_directory": tmp_path, "virtual_time": True, "simulator": simulator,
         "export_prefix": tmp_path / "missing" / "out"})
     job = Job(JobSpec("sleep", ["1"]))
-    ex.submit(job)
-    status = job.wait(timeout=WAIT)
-    assert status is not None and status.state is JobState.FAILED
-    assert status.message == (f"the simulator ended (exited with code 1): hpcjobs.sim: error: --export "
-                              f"'{tmp_path}/missing/out': folder '{tmp_path}/missing' does not exist")
+    error = (f"the simulator ended (exited with code 1): hpcjobs.sim: error: --export "
+             f"'{tmp_path}/missing/out': folder '{tmp_path}/missing' does not exist")
+    try:
+        ex.submit(job)
+    except SubmitException as e:  # the simulator failed before the submit got in
+        assert str(e) == f"the simulation is gone: {error}"
+        assert job.status.state is JobState.NEW
+    else:
+        status = job.wait(timeout=WAIT)
+        assert status is not None and status.state is JobState.FAILED
+        assert status.message == error
     ex.close()
 
 
