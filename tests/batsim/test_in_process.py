@@ -178,3 +178,32 @@ def test_a_forgotten_executor_ends_its_in_process_simulation(tmp_path: Path) -> 
     session._thread.join(WAIT)  # the finalizer stopped the simulation: the decision loop ends
     assert not session._thread.is_alive()
     assert session.error == "the simulator was stopped"  # (not run to its end)
+
+
+def test_in_process_messages_are_what_the_json_decoder_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # no codec in between: each message either way must be, to its types (a tuple is
+    # not a list, 1 is not 1.0), what encoding and decoding it would give
+    from hpcjobs.batsim_protocol.codecs.json import Codec
+    from hpcjobs.batsim_protocol.events import Message
+    from hpcjobs.batsim_protocol.transports.direct import DirectEndpoint
+
+    codec = Codec()
+    seen: list[Message] = []
+    receive, send = DirectEndpoint.receive, DirectEndpoint.send
+
+    def spy_receive(self: DirectEndpoint, alive: Any) -> Message:
+        seen.append(receive(self, alive))
+        return seen[-1]
+
+    def spy_send(self: DirectEndpoint, message: Message) -> None:
+        seen.append(message)
+        send(self, message)
+
+    monkeypatch.setattr(DirectEndpoint, "receive", spy_receive)
+    monkeypatch.setattr(DirectEndpoint, "send", spy_send)
+    seed = random.SystemRandom().randrange(2**32)
+    print(f"seed {seed}")
+    _run("in-process", tmp_path, seed, "easy")
+    assert len(seen) > 20
+    for message in seen:
+        assert repr(message) == repr(codec.decode(codec.encode(message))), f"seed {seed}"
