@@ -13,7 +13,8 @@ and the session runs the decision loop on one named daemon thread:
    time: while the client is not waiting) or while Batsim would have nothing to do
    (it would end the simulation), reporting everything before blocking;
 5. reply: the decisions, plus what the client asked meanwhile (registrations, kills),
-   then report the remaining changes while the simulator computes.
+   then report the remaining changes (while a simulator process computes; in this
+   process the reply has run the simulation to its next message already).
 
 A job submitted while a message is held is registered in that message's reply, at the
 simulated time the time mode gives (virtual: the message's time); one submitted while
@@ -257,7 +258,7 @@ class Session:
                     if not self._take_requests(msg.now):
                         break
                 # the reply goes now; the changes nobody waits for are reported while
-                # the simulator computes (another core)
+                # a simulator process computes (another core)
                 self._send(self._reply(msg.now, decisions))
                 self._deliver()
                 msg = self._recv()
