@@ -415,6 +415,7 @@ def test_a_slow_time_scale_runs_on_both_simulators(make_executor: MakeExecutor) 
         threading.Event().wait(0.5)  # idle: only the keep-alive calls go on
 
 
+@pytest.mark.simulator_process  # (in-process the simulation begins within the first submit)
 def test_jobs_submitted_while_the_simulator_starts_are_submitted_at_time_0(
         make_executor: MakeExecutor) -> None:
     # submit() does not wait for the simulator's first message: these are registered
