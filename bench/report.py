@@ -81,6 +81,7 @@ BENCHES = [
     Bench("local_throughput", [], ["300", "2"]),
     Bench("sim_throughput", [], ["--jobs", "10000"]),
     Bench("batsim_executor", [], ["2000", "200", "1"]),
+    Bench("inprocess_throughput", ["--rounds", "2"], ["--jobs", "2000", "--rounds", "1"], _program("batsim")),
     Bench("slurm_latency", [], ["--jobs", "10", "--in-flight", "20", "--warmup", "15", "--window", "45"],
           _program("sbatch")),
     Bench("slurm_submit", [], ["--jobs", "200", "--rounds", "1", "--burst", "200", "--lone", "50"],

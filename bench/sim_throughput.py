@@ -42,6 +42,10 @@ from hpcjobs.batsim_protocol.codecs import NAMES, get_codec
 from hpcjobs.batsim_protocol.events import Message, edc_hello, execute_job
 from hpcjobs.batsim_protocol.transports import Endpoint
 from hpcjobs.executors.batsim.decide import open_endpoint
+from hpcjobs.sim.inprocess import open_simulation
+
+#: the simulator in this process (a "protocol" of this benchmark: no wire at all)
+IN_PROCESS = "in-process"
 
 TARGET_JOBS_PER_S = 5000.0
 TARGET_PEAK_MB = 200.0
@@ -186,6 +190,8 @@ def run(protocol: str, platform: str, workload: str, folder: str, redis_url: str
         batsim: str = "", env: "dict[str, str] | None" = None) -> dict[str, object]:
     """One end-to-end run of the workload over ``protocol`` (JSON on the real ``batsim``
     program when one is given)."""
+    if protocol == IN_PROCESS:
+        return run_in_process(platform, workload, folder)
     # legacy: Batsim serves a Unix socket and the decision process connects to it
     legacy = protocol == "legacy"
     where = f"{folder}/{protocol}.sock" if legacy else f"ipc://{folder}/{protocol}.sock"
@@ -210,6 +216,26 @@ def run(protocol: str, platform: str, workload: str, folder: str, redis_url: str
     return {"exit_code": code, "jobs_finished": finished, "messages": messages, "wall_s": round(elapsed, 3),
             "peak_rss_mb": round(peak_mb, 1), "cpu_s": {"simulator": round(cpu_sim, 2),
                                                         "decision_process": round(cpu_dp, 2)}}
+
+
+def run_in_process(platform: str, workload: str, folder: str) -> dict[str, object]:
+    """The workload on hpcjobs.sim in this very process (the Batsim executor's default:
+    no socket, no encoding), driven by the same decision process; one process, so one
+    CPU figure (under "decision_process") and no peak RSS of the simulator's own."""
+    prefix = os.path.join(folder, IN_PROCESS)
+    cpu = _cpu(resource.RUSAGE_SELF)
+    start = time.perf_counter()
+    endpoint = open_simulation(["-p", platform, "-w", workload, "-e", prefix, "-q"])
+    messages = fcfs(endpoint, False)
+    if endpoint.pending_error is not None:  # (writing the outputs failed)
+        raise endpoint.pending_error
+    elapsed = time.perf_counter() - start
+    cpu = _cpu(resource.RUSAGE_SELF) - cpu
+    endpoint.close()
+    with open(f"{prefix}_jobs.csv", encoding="utf-8") as out:
+        finished = sum(1 for _ in out) - 1
+    return {"exit_code": 0, "jobs_finished": finished, "messages": messages, "wall_s": round(elapsed, 3),
+            "peak_rss_mb": 0.0, "cpu_s": {"simulator": 0.0, "decision_process": round(cpu, 2)}}
 
 
 def outcomes_differing(folder: str) -> int:
@@ -245,8 +271,9 @@ def main() -> None:
     parser.add_argument("--time-resolution", type=float, default=1.0,
                         help="subtimes are multiples of this (s); 0: continuous, so almost every "
                              "event gets a message of its own (about 2 per job)")
-    parser.add_argument("--protocol", nargs="+", choices=NAMES, default=list(NAMES),
-                        help="protocols to run, one JSON line each (default: all)")
+    parser.add_argument("--protocol", nargs="+", choices=[*NAMES, IN_PROCESS], default=list(NAMES),
+                        help="protocols to run, one JSON line each (default: all but in-process, the "
+                             "simulator in this process with no wire)")
     parser.add_argument("--batsim", default=shutil.which("batsim") or "",
                         help="a real Batsim 4.2.1 program to compare with (default: batsim on PATH; "
                              "'' skips it)")
@@ -266,7 +293,8 @@ def main() -> None:
         parser.error("--protocol legacy needs a Redis: --redis-url, or eval \"$(scripts/redis.sh up)\"")
     with tempfile.TemporaryDirectory() as folder:
         platform, workload = write_inputs(folder, args.jobs, args.hosts, args.seed, args.time_resolution)
-        env = None if args.cold_imports else warm_imports(args.protocol, folder)
+        wired = [p for p in args.protocol if p != IN_PROCESS]
+        env = None if args.cold_imports else warm_imports(wired, folder)
         rounds: dict[str, list[dict[str, object]]] = {protocol: [] for protocol in args.protocol}
         for index in range(args.rounds):
             shift = index % len(args.protocol)
@@ -317,6 +345,9 @@ def main() -> None:
             # the same decisions on both: jobs whose start, finish, state or hosts differ
             # (tests/sim/test_differential_large.py; docs/sim.md, known differences)
             "jobs_with_other_outcome": differing,
+            # the simulator in this process, same decision process, against real Batsim
+            "in_process_speedup": None if IN_PROCESS not in runs else round(
+                args.jobs / float(runs[IN_PROCESS]["wall_s"]) / batsim_rate, 2),  # type: ignore[arg-type]
             "target": {"speedup": TARGET_SPEEDUP_VS_BATSIM, "rss_share": TARGET_RSS_SHARE_VS_BATSIM},
             "meets_target": speedup >= TARGET_SPEEDUP_VS_BATSIM and rss_share <= TARGET_RSS_SHARE_VS_BATSIM,
         }))

@@ -1,7 +1,8 @@
-"""Fixtures: Batsim executors on both simulators, each a real process over real ZeroMQ.
+"""Fixtures: Batsim executors on every simulator: hpcjobs.sim in the executor's process
+(the default), and as a real process over real ZeroMQ, hpcjobs.sim and real Batsim.
 
-Every test asking for ``make_executor`` runs twice: on the embedded ``hpcjobs.sim`` and
-on the real Batsim 4.2.1 program, found as a user's configuration finds it (a ``batsim``
+Every test asking for ``make_executor`` runs three times: on the embedded ``hpcjobs.sim``
+in this process and as a process, and on the real Batsim 4.2.1 program, found as a user's configuration finds it (a ``batsim``
 program on PATH; scripts/test.sh installs one when the project's real-systems builds are
 at hand). Without one the real-Batsim runs skip, and FAIL under ``CI=true``.
 """
@@ -23,10 +24,13 @@ MakeExecutor = Callable[..., BatsimJobExecutor]
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
-@pytest.fixture(params=["hpcjobs.sim", "batsim"])
+@pytest.fixture(params=["in-process", "hpcjobs.sim", "batsim"])
 def simulator(request: pytest.FixtureRequest) -> str:
-    """The ``simulator`` setting under test: the embedded one, or real Batsim."""
+    """The ``simulator`` setting under test: the embedded one (in this process or as a
+    process), or real Batsim."""
     name: str = request.param
+    if name == "in-process" and request.node.get_closest_marker("simulator_process"):
+        pytest.skip("about the simulator's process or socket: there is none in-process")
     if name == "batsim" and shutil.which("batsim") is None:
         message = "no 'batsim' program on PATH (scripts/test.sh installs the real Batsim 4.2.1)"
         if IN_CI:

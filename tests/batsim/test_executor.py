@@ -344,6 +344,7 @@ def test_a_wait_before_submit_does_not_stop_virtual_time(make_executor: MakeExec
     assert finish(attached).time == 8.0
 
 
+@pytest.mark.simulator_process
 def test_an_endpoint_in_use_is_refused(make_executor: MakeExecutor, tmp_path: Path) -> None:
     # ZeroMQ binds an ipc:// path that another socket listens on (it replaces the
     # file): the second executor took over the first one's endpoint, the simulators
@@ -358,6 +359,7 @@ def test_an_endpoint_in_use_is_refused(make_executor: MakeExecutor, tmp_path: Pa
     assert finish(job).state is JobState.COMPLETED
 
 
+@pytest.mark.simulator_process
 def test_an_endpoint_that_cannot_be_bound_is_a_submit_exception(make_executor: MakeExecutor) -> None:
     ex = make_executor(endpoint="tcp://256.0.0.1:5555")  # (not an address)
     job = sleep_job(1)
@@ -413,6 +415,7 @@ def test_a_slow_time_scale_runs_on_both_simulators(make_executor: MakeExecutor) 
         threading.Event().wait(0.5)  # idle: only the keep-alive calls go on
 
 
+@pytest.mark.simulator_process  # (in-process the simulation begins within the first submit)
 def test_jobs_submitted_while_the_simulator_starts_are_submitted_at_time_0(
         make_executor: MakeExecutor) -> None:
     # submit() does not wait for the simulator's first message: these are registered
@@ -605,7 +608,7 @@ def test_forgotten_executor_stops_its_simulation(tmp_path: Path) -> None:
         assert isinstance(ex, BatsimJobExecutor)
         ex.submit(sleep_job(100))
         assert ex._session is not None
-        return ex._session.process, ex._session._thread
+        return ex._session.simulator.process, ex._session._thread  # type: ignore[attr-defined]
 
     process, thread = run()
     gc.collect()
@@ -638,6 +641,7 @@ def test_a_woken_waiter_no_longer_counts_as_blocked() -> None:
     assert seen == [(1, True), (-1, False)]
 
 
+@pytest.mark.simulator_process
 def test_a_submit_after_the_simulator_died_is_refused(make_executor: MakeExecutor) -> None:
     # the simulator dies while the decision loop holds Batsim's message (virtual time,
     # a client making no call): a later submit once joined that dead message's reply
@@ -650,7 +654,7 @@ def test_a_submit_after_the_simulator_died_is_refused(make_executor: MakeExecuto
     ex.submit(victim)
     assert victim.wait(timeout=WAIT, target_states=JobState.ACTIVE) is not None
     assert ex._session is not None
-    process = ex._session.process
+    process = ex._session.simulator.process  # type: ignore[attr-defined]
     process.send_signal(signal.SIGKILL)
     process.wait(WAIT)
     deadline = time.monotonic() + WAIT  # (not Job.wait: a waiting client lets the reply go)

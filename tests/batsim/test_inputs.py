@@ -33,7 +33,12 @@ def test_environment_substitution_in_sleep_argument() -> None:
 def test_explicit_profile_wins_and_is_sent_as_given() -> None:
     prof = {"type": "parallel_homogeneous", "cpu": 1e9, "com": 0}
     spec = JobSpec("sleep", ["5"], attributes=JobAttributes(custom_attributes={"batsim.profile": prof}))
-    assert profile_for(spec) is prof
+    sent = profile_for(spec)
+    assert sent == prof
+    # the job's own copy, taken at submit: the in-process simulator keeps what it is
+    # given, and a client may reuse its dict for the next job
+    prof["cpu"] = 2e9
+    assert sent["cpu"] == 1e9
 
 
 @pytest.mark.parametrize("spec, match", [

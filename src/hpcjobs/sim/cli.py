@@ -83,6 +83,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_args(args: argparse.Namespace, unknown: list[str]) -> None:
+    """``InputError`` for flags hpcjobs.sim refuses (``unknown``: what the parser left)
+    and for flags that contradict each other or the file system."""
+    if unknown:
+        names = [u for u in unknown if u.split("=")[0] in UNSUPPORTED]
+        if names:
+            raise InputError(f"unsupported Batsim option(s) {' '.join(names)}: hpcjobs.sim does not "
+                             "implement them (see docs/sim.md)")
+        raise InputError(f"unknown option(s) or argument(s): {' '.join(unknown)}")
+    # (--acknowledge-dynamic-jobs alone is accepted, as Batsim does: it only shows as
+    # dynamic-jobs-acknowledged in SIMULATION_BEGINS, registrations stay refused)
+    if args.enable_profile_reuse and not args.enable_dynamic_jobs:
+        raise InputError("--enable-profile-reuse needs --enable-dynamic-jobs")
+    if args.protocol == "legacy":
+        if args.socket_endpoint.startswith(("tcp://", "ipc://")):
+            raise InputError(f"--socket-endpoint {args.socket_endpoint!r}: the legacy protocol "
+                             "serves a Unix socket: give its path")
+        if not args.redis_url:
+            raise InputError("--protocol legacy needs --redis-url (its job data live in Redis)")
+    elif not args.socket_endpoint.startswith(("tcp://", "ipc://")):
+        raise InputError(f"--socket-endpoint {args.socket_endpoint!r}: only tcp:// and ipc:// are supported")
+    folder = os.path.dirname(args.export) or "."
+    if not os.path.isdir(folder):
+        raise InputError(f"--export {args.export!r}: folder {folder!r} does not exist")
+
+
+def options_of(args: argparse.Namespace) -> Options:
+    """The behaviour switches of Batsim's flags in ``args`` (from :func:`build_parser`)."""
+    return Options(args.enable_dynamic_jobs, args.acknowledge_dynamic_jobs, args.enable_profile_reuse,
+                   args.forward_profiles_on_submission, args.sched_cfg)
+
+
 def run(argv: list[str]) -> int:
     """Parse ``argv``, simulate, write outputs; returns the exit code."""
     try:
@@ -93,32 +125,11 @@ def run(argv: list[str]) -> int:
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="hpcjobs.sim: %(levelname)s: %(message)s", stream=sys.stderr)
     try:
-        if unknown:
-            names = [u for u in unknown if u.split("=")[0] in UNSUPPORTED]
-            if names:
-                raise InputError(f"unsupported Batsim option(s) {' '.join(names)}: hpcjobs.sim does not "
-                                 "implement them (see docs/sim.md)")
-            raise InputError(f"unknown option(s) or argument(s): {' '.join(unknown)}")
-        # (--acknowledge-dynamic-jobs alone is accepted, as Batsim does: it only shows as
-        # dynamic-jobs-acknowledged in SIMULATION_BEGINS, registrations stay refused)
-        if args.enable_profile_reuse and not args.enable_dynamic_jobs:
-            raise InputError("--enable-profile-reuse needs --enable-dynamic-jobs")
-        if args.protocol == "legacy":
-            if args.socket_endpoint.startswith(("tcp://", "ipc://")):
-                raise InputError(f"--socket-endpoint {args.socket_endpoint!r}: the legacy protocol "
-                                 "serves a Unix socket: give its path")
-            if not args.redis_url:
-                raise InputError("--protocol legacy needs --redis-url (its job data live in Redis)")
-        elif not args.socket_endpoint.startswith(("tcp://", "ipc://")):
-            raise InputError(f"--socket-endpoint {args.socket_endpoint!r}: only tcp:// and ipc:// are supported")
-        folder = os.path.dirname(args.export) or "."
-        if not os.path.isdir(folder):
-            raise InputError(f"--export {args.export!r}: folder {folder!r} does not exist")
+        check_args(args, unknown)
         started = time.monotonic()
         platform = parse_platform(args.platform)
         workloads = [parse_workload(path, f"w{i}", len(platform.compute)) for i, path in enumerate(args.workload)]
-        options = Options(args.enable_dynamic_jobs, args.acknowledge_dynamic_jobs, args.enable_profile_reuse,
-                          args.forward_profiles_on_submission, args.sched_cfg)
+        options = options_of(args)
         channel = open_channel(args.protocol, args.socket_endpoint, args.timeout, args.redis_url)
         if args.protocol != "json":
             # Batsim 4.2.1's rule on allocation sizes (Options) stays with its protocol

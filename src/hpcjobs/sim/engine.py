@@ -742,7 +742,11 @@ class Engine:
         if name in profiles or (wl, name) in self._gone:
             raise ProtocolViolation(f"REGISTER_PROFILE: duplicate profile {name!r} in workload {wl!r}")
         prof = registered_profile(name, raw, ProtocolViolation, "REGISTER_PROFILE")
-        check_composed({**profiles, name: prof}, ProtocolViolation, "REGISTER_PROFILE")
+        if prof.seq:
+            # only a composed profile can name a missing profile or close a cycle: the
+            # registered ones were checked, and none can name one registered later
+            # (checking them all again made a workflow's registrations quadratic)
+            check_composed({**profiles, name: prof}, ProtocolViolation, "REGISTER_PROFILE")
         profiles[name] = prof
         for sub in prof.seq:
             self._ref(wl, sub, 1)

@@ -13,6 +13,7 @@ from typing import Optional
 from ..batsim_protocol.codecs import get_codec
 from ..batsim_protocol.events import Message
 from ..batsim_protocol.transports import Channel
+from ..batsim_protocol.transports.direct import Conversation
 from ..batsim_protocol.transports.unix import UnixServerChannel
 from ..batsim_protocol.transports.zeromq import ReqChannel
 from .engine import Engine, Options
@@ -41,13 +42,14 @@ def open_channel(protocol: str, endpoint: str, timeout: float, redis_url: Option
                                          redis_store.prefix_for(endpoint))
 
 
-def serve(engine: Engine, channel: Channel, protocol: str = "", received: int = 0) -> None:
-    """Run the request/reply loop until SIMULATION_ENDS has been answered; a reply the
+def conversation(engine: Engine, protocol: str = "", received: int = 0) -> Conversation:
+    """The request/reply loop as the Batsim end of a conversation: yields each request,
+    is sent its reply, returns once SIMULATION_ENDS has been answered. A reply the
     engine refuses is named by ``protocol`` and its number (``received`` replies came
-    before the loop), as the codecs name the replies they cannot read."""
+    before), as the codecs name the replies they cannot read."""
     events = engine.simulation_begins()
     while True:
-        reply = channel.exchange(Message(engine.shown_now, events))
+        reply = yield Message(engine.shown_now, events)
         received += 1
         if engine.ended:
             ignored = [e for e in reply.events if e["type"] != "NOP"]  # legacy: "nothing to say"
@@ -59,6 +61,17 @@ def serve(engine: Engine, channel: Channel, protocol: str = "", received: int = 
         except ProtocolError as exc:
             raise exc.at(protocol, received) if protocol else exc
         events = engine.next_events()
+
+
+def serve(engine: Engine, channel: Channel, protocol: str = "", received: int = 0) -> None:
+    """Run :func:`conversation` over ``channel`` until SIMULATION_ENDS has been answered."""
+    talk = conversation(engine, protocol, received)
+    request = next(talk)
+    while True:
+        try:
+            request = talk.send(channel.exchange(request))
+        except StopIteration:
+            return
 
 
 def hello(channel: Channel, options: Options, protocol: str = "") -> Options:

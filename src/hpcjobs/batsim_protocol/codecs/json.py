@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import ProtocolError
 from ..events import NOT_JSON, Message
 
-__all__ = ["Codec", "parse"]
+__all__ = ["Codec", "parse", "check"]
 
 _isfinite = math.isfinite
 
@@ -49,25 +49,36 @@ class Codec:
         msg = parse(raw)
         if not isinstance(msg, dict):
             raise ProtocolError("the message is not a JSON object", "message")
-        now = msg.get("now")
-        events = msg.get("events")
-        # json accepts NaN and Infinity; a clock cannot be either
-        if isinstance(now, bool) or not isinstance(now, (int, float)) or not _isfinite(now):
-            raise ProtocolError(f"'now' is missing or not a number ({now!r})", "now")
-        if not isinstance(events, list):
-            raise ProtocolError(f"'events' is missing or not an array ({events!r})"[:300], "events")
-        for index, event in enumerate(events):
-            if type(event) is not dict:
-                raise ProtocolError(f"event #{index} is not an object", f"events[{index}]")
-            stamp = event.get("timestamp")
-            if isinstance(stamp, bool) or not isinstance(stamp, (int, float)) or not _isfinite(stamp):
-                raise ProtocolError(f"event #{index}: 'timestamp' is missing or not a number",
-                                    f"events[{index}].timestamp")
-            kind = event.get("type")
-            if not isinstance(kind, str) or kind in NOT_JSON:
-                raise ProtocolError(f"event #{index}: 'type' is missing, not a string or not an event of "
-                                    f"the JSON protocol ({kind!r})", f"events[{index}].type")
-            if not isinstance(event.get("data"), dict):
-                raise ProtocolError(f"event #{index} ({event['type']}): 'data' is missing or not an object",
-                                    f"events[{index}].data")
-        return Message(float(now), events)
+        return _envelope(msg.get("now"), msg.get("events"))
+
+
+def check(message: Message) -> Message:
+    """``message`` as the decoder would give it back (``now`` a float), or the
+    ``ProtocolError`` the decoder would raise on its envelope: for a message handed
+    over in one process, without encoding (:mod:`..transports.direct`)."""
+    return _envelope(message.now, message.events)
+
+
+def _envelope(now: Any, events: Any) -> Message:
+    """The envelope's rules: a finite ``now``; events with a finite ``timestamp``, a
+    type of the JSON protocol and a ``data`` object."""
+    # json accepts NaN and Infinity; a clock cannot be either
+    if isinstance(now, bool) or not isinstance(now, (int, float)) or not _isfinite(now):
+        raise ProtocolError(f"'now' is missing or not a number ({now!r})", "now")
+    if not isinstance(events, list):
+        raise ProtocolError(f"'events' is missing or not an array ({events!r})"[:300], "events")
+    for index, event in enumerate(events):
+        if type(event) is not dict:
+            raise ProtocolError(f"event #{index} is not an object", f"events[{index}]")
+        stamp = event.get("timestamp")
+        if isinstance(stamp, bool) or not isinstance(stamp, (int, float)) or not _isfinite(stamp):
+            raise ProtocolError(f"event #{index}: 'timestamp' is missing or not a number",
+                                f"events[{index}].timestamp")
+        kind = event.get("type")
+        if not isinstance(kind, str) or kind in NOT_JSON:
+            raise ProtocolError(f"event #{index}: 'type' is missing, not a string or not an event of "
+                                f"the JSON protocol ({kind!r})", f"events[{index}].type")
+        if not isinstance(event.get("data"), dict):
+            raise ProtocolError(f"event #{index} ({event['type']}): 'data' is missing or not an object",
+                                f"events[{index}].data")
+    return Message(float(now), events)

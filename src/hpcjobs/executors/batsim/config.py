@@ -2,7 +2,7 @@
 
 Every field has a working default: with no config at all the executor simulates the
 documented default platform (16 hosts, 1 core each, 1 Gflop/s) with the embedded
-simulator ``hpcjobs.sim`` (or a ``batsim`` program found on PATH), FCFS scheduling and
+simulator ``hpcjobs.sim`` in its own process (no socket), FCFS scheduling and
 simulated time running at wall-clock speed. Bad values raise ``TypeError`` /
 ``ValueError`` naming the field when the executor is created, never at first submit.
 """
@@ -23,7 +23,10 @@ from ...executor import JobExecutorConfig
 if TYPE_CHECKING:
     from .schedulers.base import Scheduler
 
-__all__ = ["BatsimExecutorConfig", "DEFAULT_HOSTS", "PROTOCOLS"]
+__all__ = ["BatsimExecutorConfig", "DEFAULT_HOSTS", "PROTOCOLS", "IN_PROCESS", "simulator_of"]
+
+#: the ``simulator`` setting for hpcjobs.sim in the executor's process
+IN_PROCESS = "in-process"
 
 #: the protocols with dynamic jobs (the legacy one has none: see hpcjobs-schedule)
 PROTOCOLS = tuple(name for name in NAMES if name != "legacy")
@@ -39,8 +42,11 @@ class BatsimExecutorConfig(JobExecutorConfig):
     ``platform``: a SimGrid platform file; when None, one is written from ``hosts``
     identical hosts with ``cores`` cores of ``speed`` flop/s each (a SimGrid speed
     string such as ``"1Gf"`` or a number).
-    ``simulator``: ``"auto"`` (a ``batsim`` program on PATH, else ``hpcjobs.sim``),
-    ``"hpcjobs.sim"``, ``"batsim"`` or the path of a batsim program.
+    ``simulator``: ``"in-process"`` (hpcjobs.sim in this process: no socket, no
+    encoding), ``"hpcjobs.sim"`` (it as a process over ZeroMQ), ``"auto"`` (a ``batsim``
+    program on PATH, else the ``hpcjobs.sim`` process), ``"batsim"`` or the path of a
+    batsim program; None (the default): ``"in-process"``, or ``"auto"`` when
+    ``endpoint`` is set or ``protocol`` is not ``"json"`` (both are about a wire).
     ``time_scale``: simulated seconds per wall-clock second (real-time mode).
     ``virtual_time``: run the simulation as fast as it can while the client is only
     waiting (``Job.wait``) instead of following the wall clock; deterministic.
@@ -55,8 +61,8 @@ class BatsimExecutorConfig(JobExecutorConfig):
     ``"json"`` (Batsim 3-4), ``"batprotocol"`` (Batsim 5) or ``"batprotocol_json"``
     (Batsim 5's messages in FlatBuffers' JSON form); with Batsim 5 ``simulator="auto"``
     means ``hpcjobs.sim``: give a Batsim 5 program's path to use one.
-    ``endpoint``: the ZeroMQ endpoint; default an ``ipc://`` socket in a private
-    (0700) directory.
+    ``endpoint``: the ZeroMQ endpoint of a simulator process; default an ``ipc://``
+    socket in a private (0700) directory.
     ``close_timeout``: wall-clock seconds ``close()`` lets the simulation run to its
     end (fast) before the simulator is stopped.
     """
@@ -65,7 +71,7 @@ class BatsimExecutorConfig(JobExecutorConfig):
     hosts: int = DEFAULT_HOSTS
     cores: int = 1
     speed: Union[str, float] = "1Gf"
-    simulator: str = "auto"
+    simulator: Optional[str] = None
     time_scale: float = 1.0
     virtual_time: bool = False
     virtual_idle_grace: Optional[float] = 1.0
@@ -93,11 +99,12 @@ class BatsimExecutorConfig(JobExecutorConfig):
             _check_speed(self.speed)
         else:  # (an infinite one would be written 'inff', which only SimGrid reads)
             _positive("speed", self.speed)
-        if not isinstance(self.simulator, str) or not self.simulator:
+        if self.simulator is not None and (not isinstance(self.simulator, str) or not self.simulator):
             raise TypeError(f"batsim config 'simulator' must be a non-empty str, got {self.simulator!r}")
-        if self.simulator not in ("auto", "hpcjobs.sim") and shutil.which(self.simulator) is None:
+        if (self.simulator not in (None, IN_PROCESS, "auto", "hpcjobs.sim")
+                and shutil.which(self.simulator) is None):
             raise ValueError(f"batsim config 'simulator': {self.simulator!r} is not a program on PATH "
-                             "(use 'auto' or 'hpcjobs.sim')")
+                             f"(use {IN_PROCESS!r}, 'hpcjobs.sim' or 'auto')")
         _positive("time_scale", self.time_scale)
         _positive("close_timeout", self.close_timeout)
         if self.virtual_idle_grace is not None:
@@ -116,6 +123,10 @@ class BatsimExecutorConfig(JobExecutorConfig):
             raise ValueError(f"batsim config 'protocol' must be one of {', '.join(PROTOCOLS)}, "
                              f"got {self.protocol!r} (the legacy protocol has no dynamic jobs: "
                              "run static workloads with hpcjobs-schedule)")
+        if self.simulator == IN_PROCESS and (self.endpoint is not None or self.protocol != "json"):
+            raise ValueError(f"batsim config 'simulator' {IN_PROCESS!r} exchanges the JSON protocol's events "
+                             "with no socket: 'endpoint' and 'protocol' need a simulator process "
+                             "(simulator 'hpcjobs.sim', 'auto' or a batsim program)")
         if not isinstance(self.scheduler, str):
             from .schedulers.base import Scheduler
             if not isinstance(self.scheduler, Scheduler):
@@ -140,3 +151,10 @@ def _positive(name: str, value: object) -> None:
         raise TypeError(f"batsim config {name!r} must be a number, got {value!r}")
     if not (value > 0 and math.isfinite(value)):
         raise ValueError(f"batsim config {name!r} must be a finite number > 0, got {value!r}")
+
+
+def simulator_of(config: BatsimExecutorConfig) -> str:
+    """The ``simulator`` setting, its default (None) resolved."""
+    if config.simulator is not None:
+        return config.simulator
+    return IN_PROCESS if config.endpoint is None and config.protocol == "json" else "auto"

@@ -27,14 +27,16 @@ from ...spec import JobSpec
 from ...state import JobState, JobStatus
 from ...threads import weakly
 from . import schedulers
-from .config import BatsimExecutorConfig
+from .config import IN_PROCESS, BatsimExecutorConfig, simulator_of
+from .inprocess import InProcessSimulator
 from .jobmanager import WORKLOAD, JobManager, JobRequest, Record
 from .pacing import Pacer, RealTime, VirtualTime
 from .platform import cores_per_host, write_platform
-from .process import simulator_command
+from .process import SimulatorProcess, batsim_flags, simulator_command
 from .profiles import check_nodes, profile_for
 from .schedulers.base import Scheduler
 from .session import Session
+from .simulator import Simulator
 
 __all__ = ["BatsimJobExecutor"]
 
@@ -42,7 +44,8 @@ log = logging.getLogger(__name__)
 
 
 class BatsimJobExecutor(JobExecutor):
-    """Runs PSI/J jobs in a Batsim simulation (real ``batsim`` or ``hpcjobs.sim``)."""
+    """Runs PSI/J jobs in a Batsim simulation (``hpcjobs.sim`` in this process by
+    default; ``hpcjobs.sim`` or real ``batsim`` as a process)."""
 
     name = "batsim"
     config_class = BatsimExecutorConfig
@@ -182,9 +185,17 @@ class BatsimJobExecutor(JobExecutor):
         # the workload, so the native ids, named after the run: an id of another
         # executor's simulation, given to attach(), matches no job of this one
         jm = JobManager(self._scheduler, weakly(self._set_job_status), workload=f"{WORKLOAD}-{run}")
-        return Session(f"hpcjobs-batsim-{self._instance}-decisions",
-                       lambda endpoint: simulator_command(cfg.simulator, platform, prefix, endpoint, cfg.protocol),
-                       run_dir, cfg.endpoint, jm, pacer, self._cores, get_codec(cfg.protocol))
+        simulator: Simulator
+        codec = get_codec(cfg.protocol)
+        chosen = simulator_of(cfg)
+        if chosen == IN_PROCESS:
+            simulator = InProcessSimulator(batsim_flags(platform, prefix))
+        else:
+            simulator = SimulatorProcess(
+                lambda endpoint: simulator_command(chosen, platform, prefix, endpoint, cfg.protocol),
+                run_dir, cfg.endpoint, codec)
+        return Session(f"hpcjobs-batsim-{self._instance}-decisions", simulator, run_dir, jm, pacer,
+                       self._cores, codec.hello)
 
     def wait_condition(self, job: Job, lock: threading.Lock) -> threading.Condition:
         """Virtual time advances only while the client blocks in ``Job.wait()``: the

@@ -1,4 +1,4 @@
-"""Starting the simulator: which program, with which of Batsim's flags.
+"""The simulator as a process: which program, with which of Batsim's flags.
 
 ``simulator="auto"`` uses a ``batsim`` program when one is on PATH, else the embedded
 ``hpcjobs.sim`` (``python -m hpcjobs.sim``); both get the same Batsim 4.2.1 flags, so
@@ -16,24 +16,39 @@ import shutil
 import site
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import Callable, Optional
 
+from ...batsim_protocol.codecs import Codec
+from ...batsim_protocol.errors import InputError, ProtocolError
+from ...batsim_protocol.events import Message
+from ...batsim_protocol.transports.zeromq import RepEndpoint
 from ...errors import SubmitException
+from ...final_status import describe_exit
 from ...private import opener
+from .simulator import SimulatorGone
 
-__all__ = ["simulator_command", "spawn", "wait", "tail", "explain"]
+__all__ = ["batsim_flags", "simulator_command", "SimulatorProcess", "spawn", "wait", "tail", "explain"]
 
 #: Batsim 4.2.1 flags: dynamic jobs, acknowledged, with profile reuse (DESIGN.md)
 _DYNAMIC = ["--enable-dynamic-jobs", "--acknowledge-dynamic-jobs", "--enable-profile-reuse"]
 
 
+def batsim_flags(platform: Path, export_prefix: Path, protocol: str = "json") -> list[str]:
+    """Batsim's flags for the executor's simulation, but the socket's (the in-process
+    simulator gets these; with batprotocol the features come from the executor's EDC
+    hello, not flags)."""
+    flags = ["-p", str(platform), "-e", str(export_prefix), "-q"]
+    return flags + _DYNAMIC if protocol == "json" else flags
+
+
 def simulator_command(simulator: str, platform: Path, export_prefix: Path, endpoint: str,
                       protocol: str = "json") -> list[str]:
-    """The argument list that starts the configured simulator speaking ``protocol``
-    (with batprotocol the features come from the executor's EDC hello, not flags)."""
-    flags = ["-p", str(platform), "-e", str(export_prefix), "-s", endpoint, "-q"]
-    if protocol == "json":
-        flags += _DYNAMIC
+    """The argument list that starts the configured simulator process speaking
+    ``protocol`` on ``endpoint``."""
+    flags = batsim_flags(platform, export_prefix, protocol)
+    flags[4:4] = ["-s", endpoint]  # (after -p and -e, where it always was)
     if simulator == "auto":
         # a batsim on PATH is taken for Batsim 4 (JSON): a Batsim 5 is named explicitly
         simulator = "batsim" if protocol == "json" and shutil.which("batsim") else "hpcjobs.sim"
@@ -46,6 +61,76 @@ def simulator_command(simulator: str, platform: Path, export_prefix: Path, endpo
         raise SubmitException(f"batsim config 'simulator': {simulator!r} is not a program on PATH "
                               "(use 'auto' or 'hpcjobs.sim')")
     return [program, *flags]
+
+
+class SimulatorProcess:
+    """A simulator process (real Batsim or ``python -m hpcjobs.sim``) connected to the
+    decision process's REP socket, bound first: the simulator connects and sends first.
+    Its stderr goes to ``run_dir/simulator.stderr``; its death is the session's to
+    report (:meth:`check`), with the simulator's own error from that file."""
+
+    def __init__(self, command: Callable[[str], list[str]], run_dir: Path, endpoint: Optional[str],
+                 codec: Codec) -> None:
+        self._sock_dir: Optional[Path] = None
+        if endpoint is None:
+            # a private (0700) directory: nobody else can connect to our socket
+            self._sock_dir = Path(tempfile.mkdtemp(prefix="hpcjobs-batsim-"))
+            endpoint = f"ipc://{self._sock_dir}/decision.sock"
+        self.endpoint = endpoint
+        self.stderr_path = run_dir / "simulator.stderr"
+        try:
+            self._channel = RepEndpoint(endpoint, codec)
+        except InputError as e:
+            self._remove_sock_dir()
+            raise SubmitException(f"batsim config 'endpoint': {e}") from None
+        except BaseException:
+            self._remove_sock_dir()
+            raise
+        try:
+            argv = command(endpoint)
+            self.process = spawn(argv, run_dir, self.stderr_path)
+        except BaseException:
+            self.close()
+            raise
+        self.description = f"{argv[0]} (pid {self.process.pid}), endpoint {endpoint}"
+
+    def receive(self) -> Message:
+        try:
+            return self._channel.receive(self.check)
+        except ProtocolError as e:
+            raise SimulatorGone(f"the simulator broke the protocol: {e}") from None
+
+    def send(self, message: Message) -> None:
+        self._channel.send(message)
+
+    def check(self) -> None:
+        if self.process.poll() is not None:
+            raise SimulatorGone(self._death())
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+
+    def finish(self, timeout: float) -> None:
+        try:
+            wait(self.process, timeout)  # (the decision loop, which polls it too, is over)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def close(self) -> None:
+        self._channel.close()
+        self._remove_sock_dir()
+
+    def _death(self) -> str:
+        code = self.process.poll()
+        last = explain(self.stderr_path)
+        return f"the simulator ended ({describe_exit(code)})" + (f": {last}" if last else
+                                                                  " (no error output)")
+
+    def _remove_sock_dir(self) -> None:
+        if self._sock_dir is not None:
+            shutil.rmtree(self._sock_dir, ignore_errors=True)
 
 
 #: the directory this hpcjobs package was imported from: ``python -m hpcjobs.sim`` runs in

@@ -101,18 +101,22 @@ def _checked(profile: Any) -> dict[str, Any]:
         raise InvalidJobException(f"{where} must be a Batsim profile object with a 'type', "
                                   f"got {profile!r}")
     try:
-        json.dumps(profile, allow_nan=False)
+        text = json.dumps(profile, allow_nan=False)
     except (TypeError, ValueError) as e:
         raise InvalidJobException(f"{where} is not JSON: {e}") from None
+    # the job's own copy, as a decoder would read it (tuples as lists, keys as
+    # strings): the simulator may keep it, in this process too, and the client may
+    # change its dict after the submit
+    own: dict[str, Any] = json.loads(text)
     # Batsim aborts the whole simulation on a profile it refuses (every job FAILED with
     # it): refuse the one job instead, by the rules the embedded simulator checks, on
     # the profile as Batsim reads it
-    if profile["type"] == "composed":
+    if own["type"] == "composed":
         raise InvalidJobException(f"{where}: a composed profile names its steps, profiles of the "
                                   "same workload, but the executor registers each job's profile "
                                   "under a name of its own: give each job a simple profile")
     try:
-        checked = registered_profile(ATTRIBUTE, profile, SimError, "JobAttributes.custom_attributes")
+        checked = registered_profile(ATTRIBUTE, own, SimError, "JobAttributes.custom_attributes")
     except SimError as e:
         raise InvalidJobException(str(e)) from None
     if checked.ret < 0:
@@ -120,4 +124,4 @@ def _checked(profile: Any) -> dict[str, Any]:
         # never reports the job), and aborts on the others
         raise InvalidJobException(f"{where}: 'ret' must be >= 0, got {checked.ret} (Batsim reserves "
                                   "-1 and -2 for its kills and aborts on the others)")
-    return profile
+    return own

@@ -1,11 +1,11 @@
-"""One simulation: the simulator process, the ZeroMQ socket and the decision loop.
+"""One simulation: the decision loop and the simulator it talks to.
 
-The executor creates a session on its first submit. The session binds a REP socket
-(Batsim connects to the decision process and sends first), starts the simulator, and
-runs the decision loop on one named daemon thread:
+The executor creates a session on its first submit, with a started simulator
+(:mod:`.simulator`: hpcjobs.sim in this process, or a simulator process over ZeroMQ),
+and the session runs the decision loop on one named daemon thread:
 
-1. receive Batsim's message (through :mod:`hpcjobs.batsim_protocol`; watching the process: if it dies, every live job ends
-   FAILED with the last lines of its stderr);
+1. receive Batsim's message (watching the simulator: if it dies, every live job ends
+   FAILED with the simulator's own error);
 2. wait until its events are due (real-time mode: the wall clock reaches their time);
 3. handle them (:class:`.jobmanager.JobManager`: scheduler decisions, status changes);
 4. report the status changes a blocked ``Job.wait()`` is waiting for (and all that
@@ -13,7 +13,8 @@ runs the decision loop on one named daemon thread:
    time: while the client is not waiting) or while Batsim would have nothing to do
    (it would end the simulation), reporting everything before blocking;
 5. reply: the decisions, plus what the client asked meanwhile (registrations, kills),
-   then report the remaining changes while the simulator computes.
+   then report the remaining changes (while a simulator process computes; in this
+   process the reply has run the simulation to its next message already).
 
 A job submitted while a message is held is registered in that message's reply, at the
 simulated time the time mode gives (virtual: the message's time); one submitted while
@@ -25,9 +26,6 @@ state and wakes the loop. ``_pace`` is never held while taking ``_lock`` or a jo
 from __future__ import annotations
 
 import logging
-import shutil
-import subprocess
-import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -35,16 +33,12 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional
 
 from ...errors import SubmitException
-from ...final_status import describe_exit
 from ...job import Job
 from ...batsim_protocol import events as protocol
-from ...batsim_protocol.codecs import Codec
-from ...batsim_protocol.errors import InputError, ProtocolError
 from ...batsim_protocol.events import Event, Message
-from ...batsim_protocol.transports.zeromq import RepEndpoint
 from .jobmanager import JobManager, JobRequest, Record
 from .pacing import ClientState, Pacer, WaitTracker
-from .process import explain, spawn, wait
+from .simulator import Simulator, SimulatorGone
 
 __all__ = ["Session", "SimulatorGone"]
 
@@ -54,21 +48,17 @@ log = logging.getLogger(__name__)
 _WAKING = ("REGISTER_JOB", "EXECUTE_JOB", "KILL_JOB")
 
 
-class SimulatorGone(Exception):
-    """The simulator process ended or broke the protocol."""
-
-
 class Session:
     """A running simulation and its decision loop."""
 
-    def __init__(self, name: str, command: Callable[[str], list[str]], run_dir: Path,
-                 endpoint: Optional[str],
-                 jm: JobManager, pacer: Pacer, cores: int, codec: Codec) -> None:
+    def __init__(self, name: str, simulator: Simulator, run_dir: Path,
+                 jm: JobManager, pacer: Pacer, cores: int, hello: bool) -> None:
         self.run_dir = run_dir
         self.jm = jm
+        self.simulator = simulator
         self._pacer = pacer
         self._cores = cores
-        self._hello = codec.hello  # batprotocol: say hello first
+        self._hello = hello  # batprotocol: say hello first
         self._lock = threading.Lock()
         # the condition's lock, for the hot paths that only update the client state
         # (a Condition's own ``with`` costs two Python calls more)
@@ -87,28 +77,7 @@ class Session:
         self._outbox: list[Event] = []  # client requests already taken for the held reply
         self._finished_sent = False
         self.error: Optional[str] = None  # why the simulation is gone, once it is
-        self._sock_dir: Optional[Path] = None
-        if endpoint is None:
-            # a private (0700) directory: nobody else can connect to our socket
-            self._sock_dir = Path(tempfile.mkdtemp(prefix="hpcjobs-batsim-"))
-            endpoint = f"ipc://{self._sock_dir}/decision.sock"
-        self.endpoint = endpoint
-        self.stderr_path = run_dir / "simulator.stderr"
-        try:
-            self._channel = RepEndpoint(endpoint, codec)
-        except InputError as e:
-            self._remove_sock_dir()
-            raise SubmitException(f"batsim config 'endpoint': {e}") from None
-        except BaseException:
-            self._remove_sock_dir()
-            raise
-        try:
-            argv = command(endpoint)
-            self.process = spawn(argv, run_dir, self.stderr_path)
-        except BaseException:
-            self._cleanup()
-            raise
-        log.info("simulation %s: %s (pid %d), endpoint %s", run_dir, argv[0], self.process.pid, endpoint)
+        log.info("simulation %s: %s", run_dir, simulator.description)
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
@@ -211,21 +180,16 @@ class Session:
             log.warning("simulation %s did not end within %g s of close(); stopping it",
                         self.run_dir, timeout)
             self._fail(f"the executor was closed and the simulation did not end within {timeout:g} s")
-            self.process.kill()
+            self.simulator.stop()
             self._thread.join(5)
-        try:
-            wait(self.process, 10)  # (the decision loop, which polls it too, is over)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        self.simulator.finish(10)
 
     def abort(self) -> None:
-        """Stop at once (executor garbage-collected): kill the simulator."""
+        """Stop at once (executor garbage-collected): stop the simulator."""
         with self._pace:
             self._client.closing = True
             self._pace.notify_all()
-        if self.process.poll() is None:
-            self.process.kill()
+        self.simulator.stop()
 
     def _request_reply(self) -> None:
         # called with _pace held: something waits for the next reply
@@ -294,7 +258,7 @@ class Session:
                     if not self._take_requests(msg.now):
                         break
                 # the reply goes now; the changes nobody waits for are reported while
-                # the simulator computes (another core)
+                # a simulator process computes (another core)
                 self._send(self._reply(msg.now, decisions))
                 self._deliver()
                 msg = self._recv()
@@ -303,7 +267,7 @@ class Session:
         except Exception as e:  # a bug or a broken scheduler: never leave jobs hanging
             log.exception("simulation %s: decision loop failed", self.run_dir)
             self._fail(f"the decision loop failed: {e!r}")
-            self.process.kill()
+            self.simulator.stop()
         finally:
             self._cleanup()
 
@@ -363,8 +327,7 @@ class Session:
                 if seconds is None:
                     return
                 self._pace.wait(min(seconds, 0.5))
-                if self.process.poll() is not None:
-                    raise SimulatorGone(self._death())
+                self.simulator.check()
 
     def _reply(self, t: float, decisions: list[Event]) -> Message:
         with self._lock:
@@ -398,28 +361,15 @@ class Session:
 
     # -- I/O ---------------------------------------------------------------------------
     def _recv(self) -> Message:
-        try:
-            msg = self._channel.receive(self._check_alive)
-        except ProtocolError as e:
-            raise SimulatorGone(f"the simulator broke the protocol: {e}") from None
+        msg = self.simulator.receive()
         if self._hello:  # batprotocol: Batsim says why it stops
             for event in msg.events:
                 if event["type"] == "SIMULATION_ERROR":
                     raise SimulatorGone(f"the simulator stopped: {event['data']['error']}")
         return msg
 
-    def _check_alive(self) -> None:
-        if self.process.poll() is not None:
-            raise SimulatorGone(self._death())
-
     def _send(self, msg: Message) -> None:
-        self._channel.send(msg)
-
-    def _death(self) -> str:
-        code = self.process.poll()
-        last = explain(self.stderr_path)
-        return f"the simulator ended ({describe_exit(code)})" + (f": {last}" if last else
-                                                                  " (no error output)")
+        self.simulator.send(msg)
 
     # -- endings -----------------------------------------------------------------------
     def _fail(self, message: str) -> None:
@@ -438,9 +388,4 @@ class Session:
                 self._pace.notify_all()
 
     def _cleanup(self) -> None:
-        self._channel.close()
-        self._remove_sock_dir()
-
-    def _remove_sock_dir(self) -> None:
-        if self._sock_dir is not None:
-            shutil.rmtree(self._sock_dir, ignore_errors=True)
+        self.simulator.close()
