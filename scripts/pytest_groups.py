@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
     running = {}
     for name, marker in GROUPS.items():
         log = (logs / f"{name}.log").open("wb")
-        # no cache plugin: three sessions would write one .pytest_cache at once
+        # no cache plugin: the sessions would all write one .pytest_cache at once
         cmd = [python, "-m", "pytest", "-ra", "-p", "no:cacheprovider", "--durations=10",
                "-m", marker, *extra]
         running[name] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log)
