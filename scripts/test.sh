@@ -4,7 +4,7 @@
 # accounting, and the real Batsim, Flux and OpenPBS where their builds are at hand:
 # scripts/real-systems.sh), checks types (mypy --strict) and runs the whole test suite with pytest.
 # Extra arguments go to one pytest run (e.g. scripts/test.sh tests/core -x); without any,
-# the suite runs as three groups side by side (scripts/pytest_groups.py).
+# the suite runs as groups side by side (scripts/pytest_groups.py).
 # Under CI=true a test that needs Slurm or MPI fails instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -59,6 +59,7 @@ def test_exit_codes_come_from_the_job_files(executor: JobExecutor, tmp_path: Pat
         assert out.read_text() == "out\n"
 
 
+@pytest.mark.slow
 def test_walltime_kill_ends_failed_saying_walltime(executor: JobExecutor) -> None:
     # (the wrappers' walltimes are whole minutes: 1 s is Slurm's 1 minute, so this test
     # takes one; the wrappers show no exit status: the run's length against the limit
