@@ -11,7 +11,8 @@ runs on the remote side. Users' guide: docs/remote.md.
 
 from .errors import (HostKeyError, HostUnreachableError, LoginError, RemoteCommandError,
                      RemoteCommandNotFound, SshConnectionLost, SshError, SshTimeout)
-from .host import FileData, RemoteFileError, SshHost
+from ..executors.batch.host import FileData
+from .host import RemoteFileError, SshHost
 from .ops import ListDir, MakeDirs, Op, ReadFile, Remove, Result, Run, StatRead, WriteFile
 from .ssh import SshConnection
 from .url import SshTarget, parse_ssh_url

@@ -15,34 +15,19 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from ..errors import CommandError
+from ..executors.batch.host import FileData, Host
 from ..external import CommandResult
+from ..private import DIR_MODE, FILE_MODE
 from .errors import SshError
 from .ops import ListDir, MakeDirs, Op, Remove, Result, Run, StatRead, StatReadMany, WriteFile
 from .ssh import SshConnection
 
-__all__ = ["SshHost", "FileData", "RemoteFileError"]
+__all__ = ["SshHost", "RemoteFileError"]
 
 log = logging.getLogger(__name__)
-
-DIR_MODE = 0o700
-FILE_MODE = 0o600
-
-
-@dataclass(frozen=True)
-class FileData:
-    """A file as read: when it last changed, which file it is, and its bytes (the
-    fields of the batch host's ``FileData``)."""
-
-    mtime: float
-    identity: tuple[int, int]
-    size: int
-    is_dir: bool = False
-    data: bytes = b""
-
 
 class RemoteFileError(OSError):
     """A queued file change failed on the remote host; the calls queued after it were
@@ -53,7 +38,7 @@ class RemoteFileError(OSError):
         self.result = result
 
 
-class SshHost:
+class SshHost(Host):
     """The machine at the other end of ``connection``, as a batch executor's host."""
 
     def __init__(self, connection: SshConnection) -> None:
