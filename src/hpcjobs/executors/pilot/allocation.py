@@ -37,10 +37,15 @@ log = logging.getLogger(__name__)
 
 #: the KVS key whose creation ends the pilot (pilot.sh waits for it)
 STOP_KEY = "hpcjobs.pilot.stop"
-#: how often the client looks for the URI file while the pilot starts (a local stat)
+#: how often the client looks for the URI file once the batch job runs (a stat of a file
+#: on the shared file system, for the few seconds the instance takes to come up)
 _URI_POLL = 0.05
-#: then how often it looks for the pilot's record of its end (pilot.sh)
-_WATCH_END = 0.25
+#: how often before the batch scheduler says the job runs: a queued pilot may wait for
+#: hours, and its ACTIVE status pokes the look at once; this is only the fallback
+_URI_POLL_QUEUED = 5.0
+#: then how often it looks for the pilot's record of its end (pilot.sh): the fallback for
+#: a batch scheduler slow to say the pilot ended, for as long as the pilot lives
+_WATCH_END = 1.0
 #: seconds the batch scheduler's word on a pilot that ended may take before the
 #: pilot's own record is taken instead
 _BATCH_GRACE = 10.0
@@ -251,7 +256,7 @@ class Allocation:
                           f"{self._config.start_timeout:g} s without its Flux instance "
                           f"coming up; cancelled{self._log_tail()}")
                 return None
-            return _URI_POLL
+            return _URI_POLL if started is not None else _URI_POLL_QUEUED
         lines = text.split("\n")
         if len(lines) < 2 or not lines[0]:
             return _URI_POLL
