@@ -28,10 +28,12 @@ from pathlib import Path
 GROUPS = {
     # the slow Slurm tests wait minutes for Slurm's walltime checks and purges, their own
     # jobs only: beside the others they cost no more than their longest
-    "slurm": "slurm and not slow",
-    "slurm-slow": "slurm and slow",
-    "pbs": "pbs and not slurm",
-    "rest": "not slurm and not pbs",
+    "slurm": "slurm and not slow and not remote",
+    "slurm-slow": "slurm and slow and not remote",
+    "pbs": "pbs and not slurm and not remote",
+    # Slurm and PBS through the test login node: their own jobs, as another user
+    "remote": "remote",
+    "rest": "not slurm and not pbs and not remote",
 }
 _COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)")
 # (deselected is left out: each test is deselected by the groups it is not in)

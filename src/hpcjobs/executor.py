@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from pathlib import Path
 from typing import (TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, List, Mapping, Optional,
-                    Set, Union)
+                    Sequence, Set, Union)
 
 from . import plugins
 from .errors import (BulkSubmitException, ExecutorNotFoundError, InvalidJobException,
@@ -49,13 +49,18 @@ class JobExecutorConfig:
 
     ``work_directory``: where the executor keeps job files (default
     ``~/.hpcjobs/work/<executor>``; for batch systems it must be on a filesystem
-    the compute nodes share). ``launcher_log_file``: accepted for psij-python
+    the compute nodes share; with an ``ssh://`` URL, a path on that host, where ``~``
+    is the home directory there). ``launcher_log_file``: accepted for psij-python
     compatibility and unused: launcher messages go to the job's stderr.
+    ``ssh_options``: extra arguments for the ssh command line of an executor given an
+    ``ssh://`` URL, before the destination (e.g. ``["-F", "other_config"]``); the
+    user's ssh config applies without them (docs/remote.md).
     """
 
     #: psij-python's field order, so positional construction means the same
     launcher_log_file: Optional[Path] = None
     work_directory: Optional[Path] = None
+    ssh_options: Sequence[str] = ()
 
     #: psij-python's names: the default configuration and the parent of the default
     #: work directories

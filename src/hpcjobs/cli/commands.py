@@ -15,9 +15,10 @@ import shutil
 import sys
 import tempfile
 import time
+import uuid
 from datetime import datetime
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from .. import serialize
 from ..executor import JobExecutor
@@ -26,6 +27,9 @@ from ..spec import JobSpec
 from ..state import JobState
 from . import options
 from .progress import Progress
+
+if TYPE_CHECKING:
+    from ..executors.batch.host import Host
 
 __all__ = ["run", "submit", "status", "cancel", "hold", "release", "list_jobs", "describe", "EXIT_JOB_FAILED",
            "EXIT_TIMEOUT", "EXIT_ERROR", "EXIT_INTERRUPTED"]
@@ -65,10 +69,10 @@ def run(ns: argparse.Namespace) -> int:
             _wait_all(jobs, 10.0)
             err(f"interrupted: canceled {canceled} job(s)")
             return EXIT_INTERRUPTED
+        if captured is not None and finished:
+            _relay_streams(ex, captured)
     if progress is not None:
         progress.finish(jobs)
-    if captured is not None and finished:
-        _relay_streams(captured)
     _print_jobs(jobs, ns.json)
     if not finished:
         left = [j.native_id or j.id for j in jobs if not j.status.final]
@@ -83,7 +87,12 @@ def _capture_streams(spec: JobSpec, ex: JobExecutor) -> Optional[Path]:
     show the job's output like any command; returns the folder, or None."""
     if spec.stdout_path is not None and spec.stderr_path is not None:
         return None
-    folder = Path(tempfile.mkdtemp(prefix="run-", dir=ex.work_directory))
+    host = _remote_host(ex)
+    if host is not None:  # (made with the submit's round trip)
+        folder = ex.work_directory / f"run-{uuid.uuid4().hex[:12]}"
+        host.make_dir(str(folder))
+    else:
+        folder = Path(tempfile.mkdtemp(prefix="run-", dir=ex.work_directory))
     if spec.stdout_path is None:
         spec.stdout_path = folder / "stdout"
     if spec.stderr_path is None:
@@ -91,9 +100,28 @@ def _capture_streams(spec: JobSpec, ex: JobExecutor) -> Optional[Path]:
     return folder
 
 
-def _relay_streams(folder: Path) -> None:
+def _remote_host(ex: JobExecutor) -> Optional["Host"]:
+    """The host of a batch executor given an ``ssh://`` URL, else None."""
+    from ..executors.batch.executor import BatchSchedulerExecutor
+    from ..executors.batch.host import LOCAL
+    if isinstance(ex, BatchSchedulerExecutor) and ex.host is not LOCAL:
+        return ex.host
+    return None
+
+
+def _relay_streams(ex: JobExecutor, folder: Path) -> None:
     """Copy what the job wrote to our stdout/stderr (after it ended), then clean up.
     A backend that runs nothing real (a simulation) leaves no files: nothing to show."""
+    host = _remote_host(ex)
+    if host is not None:  # (both files in one round trip, then removed with the next)
+        paths = [str(folder / "stdout"), str(folder / "stderr")]
+        for found, out in zip(host.read_files(paths, limit=1 << 40), (sys.stdout, sys.stderr)):
+            if found is not None:
+                out.flush()
+                out.buffer.write(found.data)
+                out.buffer.flush()
+        host.remove(str(folder))
+        return
     for name, out in (("stdout", sys.stdout), ("stderr", sys.stderr)):
         path = folder / name
         if path.is_file():

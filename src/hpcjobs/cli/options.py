@@ -121,20 +121,25 @@ _PATH_OPTIONS = {"cwd": "directory", "stdin": "stdin_path", "stdout": "stdout_pa
 def build_spec(ns: argparse.Namespace) -> JobSpec:
     """The spec of ``run``/``submit``: ``--file`` (if given), then every option given.
 
-    Without ``--file`` the job runs in the current directory, as a shell command would.
+    Without ``--file`` the job runs in the current directory, as a shell command would;
+    with ``--url`` it runs on another machine, where this directory means nothing: it
+    runs where that host's login puts it (the home directory), and relative paths are
+    left relative (to the job's directory there).
     """
+    remote = getattr(ns, "url", None) is not None
     if ns.file is not None:
         spec = _read_spec(ns.file)
     else:
         if ns.executable is None:
             raise argparse.ArgumentTypeError("no command to run (give one, or --file)")
-        spec = JobSpec(directory=Path.cwd())
+        spec = JobSpec(directory=None if remote else Path.cwd())
     if ns.executable is not None:
         spec.executable = ns.executable
         spec.arguments = ns.arguments
     for option, field in _PATH_OPTIONS.items():
         if getattr(ns, option) is not None:
-            setattr(spec, field, _path(getattr(ns, option)))
+            text = getattr(ns, option)
+            setattr(spec, field, Path(text) if remote else _path(text))
     if ns.name is not None:
         spec.name = ns.name
     if ns.launcher is not None:

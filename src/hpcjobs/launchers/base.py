@@ -88,10 +88,13 @@ class ScriptLauncher(Launcher):
     """
 
     script: ClassVar[str] = ""
+    #: the directory the scripts are in where the job runs: the package's own, unless
+    #: the executor's host is another machine (batch/host.py puts a copy there)
+    scripts_directory: str = str(SCRIPTS)
 
     def get_launch_command(self, spec: JobSpec, argv: Optional[Sequence[str]] = None) -> list[str]:
         res = spec.resources_v1
-        return ["/bin/sh", str(SCRIPTS / self.script),
+        return ["/bin/sh", f"{self.scripts_directory}/{self.script}",
                 str(spec.pre_launch or ""), str(spec.post_launch or ""),
                 str(res.computed_process_count), str(_nodefile_processes_per_node(res)),
                 "--", *(argv if argv is not None else job_argv(spec))]

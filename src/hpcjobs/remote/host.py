@@ -12,20 +12,22 @@ the job files it looks at) is one more. :meth:`flush` sends what is queued on it
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
-from typing import Callable, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 from ..errors import CommandError
 from ..executors.batch.host import FileData, Host
 from ..external import CommandResult
+from ..launchers.base import SCRIPTS
 from ..private import DIR_MODE, FILE_MODE
 from .errors import SshError
 from .ops import ListDir, MakeDirs, Op, Remove, Result, Run, StatRead, StatReadMany, WriteFile
 from .ssh import SshConnection
 
-__all__ = ["SshHost", "RemoteFileError"]
+__all__ = ["SshHost", "RemoteFileError", "connect"]
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +43,81 @@ class RemoteFileError(OSError):
 class SshHost(Host):
     """The machine at the other end of ``connection``, as a batch executor's host."""
 
-    def __init__(self, connection: SshConnection) -> None:
+    def __init__(self, connection: SshConnection, shared: bool = False) -> None:
         self.connection = connection
-        self._lock = threading.Lock()
+        self._shared = shared  # (from CONNECTIONS: released, not closed, at close)
+        self.where = str(connection.target)
+        self._lock = threading.Lock()  # guards _queued
+        self._order = threading.RLock()  # (an RLock: ``meanwhile`` may send from within)
         self._queued: list[Op] = []
+        self._environ: Optional[dict[str, str]] = None
+        self._user: Optional[tuple[int, str]] = None
+        self._scripts: Optional[str] = None
+
+    # -- what the other side is ----------------------------------------------------------
+    def environ(self) -> Mapping[str, str]:
+        """The environment a command run there over ssh starts with (that of a
+        non-interactive login: the remote shell's startup files as ssh runs them), read
+        once (``env -0``, GNU or BusyBox) and kept while the host lives; an SshError
+        (a SubmitException) if it cannot be."""
+        if self._environ is None:
+            results = self._send([Run(["env", "-0"]), Run(["id", "-u"]), Run(["id", "-un"])], 60.0)
+            for r in results:
+                r.check(self.where)
+            found = {}
+            for entry in results[0].stdout.split(b"\0"):
+                name, sep, value = entry.partition(b"=")
+                if sep:
+                    found[os.fsdecode(name)] = os.fsdecode(value)
+            if "HOME" not in found:
+                raise SshError(f"no HOME in the environment on {self.where}")
+            self._user = int(results[1].text), results[2].text.strip()
+            self._environ = found
+        return self._environ
+
+    def user(self) -> tuple[int, str]:
+        """The id and name of the user the commands run as there (``id``)."""
+        self.environ()
+        assert self._user is not None
+        return self._user
+
+    def expand_user(self, path: str) -> str:
+        """``path`` with a leading ``~`` (or ``~/``) replaced by the home directory there
+        (``~user`` is not expanded: the remote account database is not read)."""
+        if path == "~" or path.startswith("~/"):
+            return self.environ()["HOME"] + path[1:]
+        return path
+
+    def make_dirs(self, path: str) -> None:
+        """Make ``path`` and the parents it lacks, each 0700 (queued)."""
+        self._queue(Run(["sh", "-c", 'umask 077 && mkdir -p "$1"', "sh", path]))
+
+    def launcher_scripts(self, work_directory: str) -> str:
+        """A copy of the launcher scripts in the work directory there, named by their
+        contents (so clients of other versions keep theirs), written once (queued)."""
+        if self._scripts is None:
+            files = sorted(p for p in SCRIPTS.iterdir() if p.suffix == ".sh")
+            digest = hashlib.sha256()
+            for p in files:
+                digest.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+            directory = f"{work_directory}/launchers-{digest.hexdigest()[:12]}"
+            self.make_dirs(directory)
+            for p in files:
+                self.write_file(f"{directory}/{p.name}", p.read_bytes(), exclusive=False)
+            self._scripts = directory
+        return self._scripts
+
+    def close(self) -> None:
+        """Send what is queued, then end the connection."""
+        try:
+            self.flush()
+        except (OSError, SshError) as e:
+            log.info("%s: changes not sent at close: %s", self.where, e)
+        if self._shared:
+            from .shared import CONNECTIONS
+            CONNECTIONS.release(self.connection)
+        else:
+            self.connection.close()
 
     # -- changes: queued ---------------------------------------------------------------
     def make_dir(self, path: str, exist_ok: bool = False) -> None:
@@ -138,13 +211,39 @@ class SshHost(Host):
         """The queued changes, then ``ops``, in one round trip: the results of ``ops``.
         A failed change raises RemoteFileError, and nothing after it was run."""
         with self._lock:
-            queued, self._queued = self._queued, []
-        results = self.connection.batch([*queued, *ops], timeout=timeout, meanwhile=meanwhile,
-                                        guard=len(queued))
+            if not self._queued:  # (nothing it waits for: it may overtake one in flight)
+                return self.connection.batch(ops, timeout=timeout, meanwhile=meanwhile)
+        # Changes go in the order they were made: a round trip carrying some holds
+        # _order until it is back, so the next one's changes (say, a rename of the
+        # directory the first one makes) cannot reach the host before them
+        with self._order:
+            with self._lock:
+                queued, self._queued = self._queued, []
+            results = self.connection.batch([*queued, *ops], timeout=timeout,
+                                            meanwhile=meanwhile, guard=len(queued))
         for r in results[:len(queued)]:
             if not r.ok:
                 raise _failed(r, self.connection)
         return results[len(queued):]
+
+
+def connect(url: str, options: Sequence[str] = ()) -> SshHost:
+    """The host at ``url`` (``ssh://[user@]host[:port]``), its connection open:
+    HostKeyError, LoginError or HostUnreachableError (SubmitExceptions) within the
+    connect timeout if it cannot be. ``options``: extra ssh arguments."""
+    from .url import parse_ssh_url
+    if isinstance(options, (str, bytes)) or not all(isinstance(o, str) for o in options):
+        raise TypeError(f"ssh_options must be a list of str, got {options!r}")
+    from .shared import CONNECTIONS
+    connection = CONNECTIONS.acquire(parse_ssh_url(url), options)
+    host = SshHost(connection, shared=True)
+    try:
+        connection.open()
+        host.environ()  # (in the same moment: the home directory every path starts from)
+    except BaseException:
+        CONNECTIONS.release(connection)
+        raise
+    return host
 
 
 def _failed(r: Result, connection: SshConnection) -> RemoteFileError:

@@ -22,7 +22,7 @@ from ...errors import (BulkSubmitException, CommandError, InvalidJobException,
                       InvalidJobStateError, SubmitException)
 from ...executor import JobExecutor, JobExecutorConfig
 from ...job import Job
-from ...launchers.base import job_argv
+from ...launchers.base import Launcher, ScriptLauncher, job_argv
 from ...spec import JobSpec
 from ...state import JobState, JobStatus
 from .arrays import ArrayDir, BurstCollector, Staged, chunks
@@ -55,8 +55,12 @@ class BatchSchedulerExecutor(JobExecutor):
     def __init__(self, url: Optional[str] = None,
                  config: Union[JobExecutorConfig, Mapping[str, Any], None] = None) -> None:
         super().__init__(url, config)
-        #: where commands run and files live (this machine)
+        #: where commands run and files live: this machine, or the ``ssh://`` URL's host
+        #: (its connection opened now, so a host that cannot be reached says so here)
         self.host: Host = LOCAL
+        if url is not None:
+            from ...remote.host import connect
+            self.host = connect(url, self.config.ssh_options)
         #: the backend
         self.scheduler = self.scheduler_class(self.config, self.host)
         #: follows the jobs once submitted or attached
@@ -75,6 +79,33 @@ class BatchSchedulerExecutor(JobExecutor):
         self._bursts = (BurstCollector(self.config.burst_window, self._send)
                         if self.config.burst_window > 0 and self.scheduler.array_variables
                         else None)
+
+    def _check_url(self, url: str) -> None:
+        """An ``ssh://[user@]host[:port]`` URL: the scheduler's commands run and the job
+        files live on that host (docs/remote.md); any other URL is refused."""
+        from ...remote.url import is_ssh_url, parse_ssh_url
+        if not is_ssh_url(url):
+            super()._check_url(url)
+        try:
+            parse_ssh_url(url)
+        except ValueError as e:
+            raise ValueError(f"executor {self.name!r}: {e}") from None
+
+    @property
+    def work_directory(self) -> Path:
+        """This executor's private directory (0700) on its host, created on first use;
+        over ssh, ``~`` and a relative path are taken from the home directory there."""
+        if self.host is LOCAL:
+            return super().work_directory
+        if self._work_directory is None:
+            configured = self.config.work_directory
+            path = self.host.expand_user(os.fspath(configured) if configured is not None
+                                         else f"~/.hpcjobs/work/{self.name}")
+            if not path.startswith("/"):
+                path = self.host.expand_user("~/" + path)
+            self.host.make_dirs(path)
+            self._work_directory = Path(path)
+        return self._work_directory
 
     # ===================================================================== the API
     def submit(self, job: Job, hold: bool = False) -> None:
@@ -222,7 +253,7 @@ class BatchSchedulerExecutor(JobExecutor):
         backend whose scheduler cannot carry it), remembered for the next spare, so
         ``os.environ`` is read whole once a submit; a spare made with an older
         environment is rewritten when its job is submitted."""
-        self._captured = exports(os.environ, self.scheduler.scheduler_variables)
+        self._captured = exports(self.host.environ(), self.scheduler.scheduler_variables)
         return self._captured
 
     def _send_array(self, items: Sequence[Staged]) -> None:
@@ -406,7 +437,8 @@ class BatchSchedulerExecutor(JobExecutor):
             argv[0] = copy["path"]
         argv[1:] = [Expandable(a) for a in argv[1:]]  # ${NAME} in arguments: the spec's rule
         launch = self._launcher(spec).get_launch_command(spec, argv)
-        directory = os.path.expanduser(spec.directory) if spec.directory else None
+        expand = self.host.expand_user
+        directory = expand(os.fspath(spec.directory)) if spec.directory else None
         return {
             "job_dir": str(job_dir.path),
             "environment_file": (str(job_dir.environment_file)
@@ -416,9 +448,9 @@ class BatchSchedulerExecutor(JobExecutor):
             "environment": [{"name": k, "value": Expandable(v)}
                             for k, v in (spec.environment or {}).items()],
             "launch": launch,
-            "stdin": _stream(spec.stdin_path),
-            "stdout": _stream(spec.stdout_path),
-            "stderr": _stream(spec.stderr_path),
+            "stdin": _stream(spec.stdin_path, expand),
+            "stdout": _stream(spec.stdout_path, expand),
+            "stderr": _stream(spec.stderr_path, expand),
             "dispatch": None,  # (an array's dispatcher script, see _send_array)
             "script_copy": copy,
         }
@@ -479,10 +511,17 @@ class BatchSchedulerExecutor(JobExecutor):
                                           f"{found.group()!r}: {why}")
         self.scheduler.validate(spec)
 
+    def _launcher(self, spec: JobSpec) -> Launcher:
+        launcher = super()._launcher(spec)
+        if self.host is not LOCAL and isinstance(launcher, ScriptLauncher):
+            launcher.scripts_directory = self.host.launcher_scripts(os.fspath(self.work_directory))
+        return launcher
+
     def _close(self) -> None:
         self.monitor.close()
         with self._lock:
             _remove_spares(self._spare)
+        self.host.close()
 
 
 def _submit_error(scheduler: str, error: Exception) -> SubmitException:
@@ -501,6 +540,6 @@ def _remove_spares(spares: list[JobDir]) -> None:
             pass
 
 
-def _stream(path: Optional[Path]) -> Optional[str]:
-    return os.path.expanduser(path) if path is not None else None
+def _stream(path: Optional[Path], expand: Callable[[str], str]) -> Optional[str]:
+    return expand(os.fspath(path)) if path is not None else None
 

@@ -16,14 +16,17 @@ them. Files hpcjobs writes are private
 
 from __future__ import annotations
 
+import getpass
 import os
 import shutil
 import stat
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from pathlib import Path
+from typing import Callable, Mapping, Optional, Sequence
 
 from ... import external
-from ...private import DIR_MODE, FILE_MODE, create, fill
+from ...launchers.base import SCRIPTS
+from ...private import DIR_MODE, FILE_MODE, create, fill, make_dirs
 
 __all__ = ["FileData", "Host", "LOCAL"]
 
@@ -44,6 +47,33 @@ class FileData:
 class Host:
     """What the batch machinery asks of the machine the scheduler is on: this machine.
     A host reached over a connection is a subclass that overrides every method."""
+
+    #: where the host is, for messages ("this machine", "ssh://login")
+    where = "this machine"
+
+    def environ(self) -> Mapping[str, str]:
+        """The environment a command run there starts with (what a job inherits when
+        its scheduler does not carry the submitter's environment itself)."""
+        return os.environ
+
+    def user(self) -> tuple[int, str]:
+        """The id and name of the user the commands run as there."""
+        return os.getuid(), getpass.getuser()
+
+    def expand_user(self, path: str) -> str:
+        """``path`` with a leading ``~`` replaced by the home directory there."""
+        return os.path.expanduser(path)
+
+    def make_dirs(self, path: str) -> None:
+        """Make the directory ``path`` and the parents it lacks, each 0700."""
+        make_dirs(Path(path))
+
+    def launcher_scripts(self, work_directory: str) -> str:
+        """The directory holding the launcher scripts (launchers/scripts) there."""
+        return os.fspath(SCRIPTS)
+
+    def close(self) -> None:
+        """Let go of the host (a connection ends; nothing to do here)."""
 
     def run(self, argv: Sequence[str], *, timeout: float, check: bool = True,
             meanwhile: Optional[Callable[[], None]] = None) -> external.CommandResult:

@@ -12,7 +12,6 @@ Reference Guide" (qsub, qstat).
 from __future__ import annotations
 
 import dataclasses
-import getpass
 import re
 import time
 from pathlib import Path
@@ -130,7 +129,7 @@ class OpenPBS(Scheduler):
         given = self.config.bin_directory
         self._bin = Path(given) if given else (pbs_exec_bin(host) if self.flavour == "openpbs"
                                                else None)
-        self.user = getpass.getuser()
+        self.user = host.user()[1]
 
     def command(self, name: str, *args: str) -> list[str]:
         """``name``'s command line, from ``bin_directory`` when there is one."""

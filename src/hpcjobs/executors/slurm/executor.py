@@ -10,7 +10,6 @@ the behaviour; Slurm's own references are https://slurm.schedmd.com/squeue.html
 from __future__ import annotations
 
 import math
-import os
 import pwd
 import re
 from pathlib import Path
@@ -321,7 +320,7 @@ class Slurm(Scheduler):
     def user_selection(self) -> str:
         """The squeue option that selects this user's jobs: by uid, which is always
         right, where a name from ``$USER`` may not be."""
-        return f"--user={os.getuid()}"
+        return f"--user={self.host.user()[0]}"
 
     def retention(self) -> float:
         """Slurm's MinJobAge: how long squeue shows finished jobs."""

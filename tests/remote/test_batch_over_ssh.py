@@ -1,0 +1,188 @@
+"""The batch executors over ``ssh://``: Slurm and OpenPBS reached through the test login
+node (scripts/sshd.sh), where jobs run as its user ``hpcjobs-remote``, not as the user
+running these tests. What the conformance suite's ``*_ssh`` providers cannot see from
+here: the job's own output (read back over ssh), hostile strings through two shells,
+the connection killed while jobs run, and the errors of a host that cannot serve."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from login_node import Login
+from hpcjobs import Job, JobExecutor, JobSpec, JobState
+from hpcjobs.errors import SubmitException
+from hpcjobs.remote import HostKeyError, HostUnreachableError, SshConnection
+from hpcjobs.remote.ops import ReadFile
+
+WAIT = 180.0
+# quotes, $, backquotes, a backslash, a tab, a newline, non-ASCII and a non-UTF-8 byte
+# (as Python's file-system encoding carries it): each a second round of interpretation
+# in the remote shell, were it not quoted
+HOSTILE = "it's \"q\" $HOME `id` $(id) \\ ; & | * ~ %j é\tx\nline2 \udcff"
+PRINT = 'for a in "$@"; do printf "%s\\0" "$a"; done; printf "%s\\0" "$V"; id -un'
+
+BACKENDS = [pytest.param("slurm", marks=pytest.mark.slurm),
+            pytest.param("pbs", marks=pytest.mark.pbs)]
+pytestmark = pytest.mark.remote
+
+
+def _require(name: str) -> None:
+    """Skip (fail under CI=true) when the scheduler behind the login node is absent."""
+    import importlib.util
+    import sys
+    here = Path(__file__).resolve().parents[1] / "conformance" / "backends" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"_remote_gate_{name}", here)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    why = module.unavailable()
+    if why is not None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{why} (needed under CI=true)")
+        pytest.skip(why)
+
+
+@pytest.fixture
+def remote_dir(conn: SshConnection) -> Iterator[str]:
+    """A fresh directory in the remote user's home, removed afterwards."""
+    home = conn.run(["sh", "-c", 'printf %s "$HOME"'], check=True).text
+    d = f"{home}/hpcjobs-test-{uuid.uuid4().hex[:8]}"
+    conn.run(["mkdir", "-m", "700", d], check=True)
+    yield d
+    conn.run(["rm", "-rf", d])
+
+
+def executor(name: str, login: Login, work: str, **config: object) -> JobExecutor:
+    return JobExecutor.get_instance(name, url=f"ssh://{login.host}", config={
+        "ssh_options": ["-F", str(login.config)], "work_directory": f"{work}/work", **config})
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_hostile_strings_reach_the_remote_job_byte_for_byte(
+        name: str, login: Login, conn: SshConnection, remote_dir: str) -> None:
+    _require(name)
+    run_dir = f"{remote_dir}/dir 'a' $b"
+    conn.run(["mkdir", run_dir], check=True)
+    args = [HOSTILE, "$HOME", "${NO_SUCH_VARIABLE}", "", "-n", "a\\nb"]
+    spec = JobSpec("/bin/sh", ["-c", PRINT, "sh", *args], directory=run_dir,
+                   environment={"V": HOSTILE}, stdout_path="out 'x' $y")
+    with executor(name, login, remote_dir) as ex:
+        job = Job(spec)
+        ex.submit(job)
+        status = job.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.COMPLETED, status
+    out = conn.batch([ReadFile(f"{run_dir}/out 'x' $y")])[0]
+    assert out.ok, out
+    *fields, user = out.stdout.split(b"\0")
+    expected = [HOSTILE, "$HOME", "", "", "-n", "a\\nb", HOSTILE]
+    assert [os.fsdecode(f) for f in fields] == expected
+    assert user.strip() == login.user.encode()  # it ran there, as the remote user
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_jobs_end_in_their_true_state_when_the_connection_is_killed(
+        name: str, login: Login, conn: SshConnection, remote_dir: str) -> None:
+    _require(name)
+    with executor(name, login, remote_dir) as ex:
+        jobs = [Job(JobSpec("/bin/sh", ["-c", f"sleep 4; exit {i}"])) for i in range(4)]
+        ex.submit_many(jobs)
+        first = ex.host.connection.master_pid  # type: ignore[attr-defined]
+        assert first is not None
+        time.sleep(1)
+        os.kill(first, signal.SIGKILL)  # the master, and with it every session through it
+        statuses = [job.wait(timeout=WAIT) for job in jobs]
+        logins = ex.host.connection.logins  # type: ignore[attr-defined]
+    for i, status in enumerate(statuses):
+        assert status is not None, jobs[i]
+        assert status.exit_code == i, status
+        assert status.state is (JobState.COMPLETED if i == 0 else JobState.FAILED), status
+    assert logins >= 2  # it logged in again
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_fresh_executor_attaches_over_ssh(name: str, login: Login, remote_dir: str) -> None:
+    _require(name)
+    with executor(name, login, remote_dir) as first:
+        job = Job(JobSpec("/bin/sh", ["-c", "sleep 2; exit 5"]))
+        first.submit(job)
+        native_id = job.native_id
+        assert native_id is not None
+        assert native_id in first.list()
+    with executor(name, login, remote_dir) as second:  # (the first is closed: its connection too)
+        again = Job()
+        second.attach(again, native_id)
+        status = again.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.FAILED and status.exit_code == 5
+
+
+def test_a_missing_submit_command_is_a_clear_submit_error(login: Login, remote_dir: str) -> None:
+    _require("pbs")
+    with executor("pbs", login, remote_dir, bin_directory="/no/such/pbs/bin") as ex:
+        job = Job(JobSpec("/bin/true"))
+        t0 = time.monotonic()
+        with pytest.raises(SubmitException, match="not found on ssh://"):
+            ex.submit(job)
+        assert time.monotonic() - t0 < 60
+        assert job.status.state is JobState.NEW
+
+
+def test_unreachable_host_and_changed_key_are_refused_at_once(login: Login, tmp_path: Path) -> None:
+    closed = login.config_with(tmp_path, Port="1")  # nothing listens on port 1
+    with pytest.raises(HostUnreachableError, match="cannot connect"):
+        JobExecutor.get_instance("slurm", url=f"ssh://{login.host}",
+                                 config={"ssh_options": ["-F", str(closed)]})
+    other_key = tmp_path / "known_hosts"
+    other_key.write_text(f"[127.0.0.1]:{login.port} ssh-ed25519 "
+                         "AAAAC3NzaC1lZDI1NTE5AAAAIPc0rNUZ1S0xzDyi6vs2Nf4F5YSjUBzQ3qWDCSsFPhjf\n")
+    changed = login.config_with(tmp_path, UserKnownHostsFile=str(other_key))
+    with pytest.raises(HostKeyError):
+        JobExecutor.get_instance("pbs", url=f"ssh://{login.host}",
+                                 config={"ssh_options": ["-F", str(changed)]})
+
+
+@pytest.mark.parametrize("url", ["ssh://login/path", "ssh://a b", "ssh://host:port"])
+def test_a_malformed_url_is_refused_before_connecting(url: str) -> None:
+    with pytest.raises(ValueError, match="executor 'slurm'"):
+        JobExecutor.get_instance("slurm", url=url)
+
+
+@pytest.mark.parametrize("url", ["http://login", "login"])
+def test_a_url_of_another_kind_is_refused(url: str) -> None:
+    with pytest.raises(ValueError, match="cannot serve url"):
+        JobExecutor.get_instance("pbs", url=url)
+
+
+def test_the_cli_runs_and_follows_jobs_over_ssh(login: Login, remote_dir: str,
+                                                tmp_path: Path) -> None:
+    _require("pbs")
+    hpcjobs = str(Path(sys.executable).with_name("hpcjobs"))
+    common = ["-x", "pbs", "--url", f"ssh://{login.host}", "--config",
+              f'ssh_options=["-F", "{login.config}"]', "--config",
+              f"work_directory={remote_dir}/work"]
+
+    def cli(command: str, *args: str) -> "subprocess.CompletedProcess[str]":
+        # (from a directory the remote side does not have: nothing may depend on it)
+        return subprocess.run([hpcjobs, command, *common, *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=WAIT)
+
+    p = cli("run", "/bin/sh", "-c", "id -un; echo to-stderr >&2; exit 3")
+    assert p.returncode == 3, p.stderr
+    assert p.stdout == f"{login.user}\n" and p.stderr.startswith("to-stderr\n"), p
+    p = cli("submit", "/bin/sleep", "120")
+    assert p.returncode == 0, p.stderr
+    native_id = p.stdout.strip()
+    p = cli("status", native_id)
+    assert p.stdout.split() in ([native_id, "QUEUED"], [native_id, "ACTIVE"]), p
+    assert native_id in cli("list").stdout.split()
+    p = cli("cancel", native_id)
+    assert p.returncode == 0 and p.stdout.startswith(f"{native_id} CANCELED"), p
