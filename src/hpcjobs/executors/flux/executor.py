@@ -7,7 +7,9 @@ where the journal is refused), folded per job by events.py; ``cancel``
 is ``flux.job.cancel`` (reliable even right after ``start``, unlike ``kill``),
 ``attach`` replays the job's eventlog and then follows the watcher, ``list`` asks
 job-list for the user's active jobs. The bindings are imported when the first
-executor is made, never when hpcjobs is imported.
+executor is made, never when hpcjobs is imported. With ``url='ssh://...'`` the
+instance is on another host (remote.py): the same calls go through an ssh tunnel,
+submits through that host's ``flux job submit``.
 """
 
 from __future__ import annotations
@@ -26,9 +28,12 @@ from typing import Any, TypeVar
 from ...errors import InvalidJobException, InvalidJobStateError, SubmitException
 from ...executor import JobExecutor, JobExecutorConfig
 from ...job import Job
+from ...remote.url import is_ssh_url, parse_ssh_url
 from ...state import JobState, JobStatus
+from .config import FluxConfig
 from .events import JobEvents, Update, task_signal
 from .jobspec import build_jobspec, release_urgency
+from .remote import RemoteFlux
 from .watcher import Watcher
 
 __all__ = ["FluxJobExecutor"]
@@ -85,18 +90,34 @@ def _connect(flux: Any, url: str | None) -> Any:
 
 
 class FluxJobExecutor(JobExecutor):
-    """Runs jobs on Flux. ``url`` is a Flux URI (``local://...``, ``ssh://...``);
+    """Runs jobs on Flux. ``url`` is a Flux URI (``local://...``) or
+    ``ssh://[user@]host[:port][/socket]`` for an instance on another host (docs/flux.md);
     by default the enclosing instance (``$FLUX_URI``)."""
 
     name = "flux"
     version_string = "0.1.0"
+    config_class = FluxConfig
 
     def __init__(self, url: str | None = None,
                  config: JobExecutorConfig | Mapping[str, Any] | None = None) -> None:
         super().__init__(url, config)
         self._flux, self._flux_job, self._hostlist = _import_bindings()
-        self._connect = functools.partial(_connect, self._flux, url)
-        self._handle = self._connect()  # fail now, clearly, when there is no Flux to talk to
+        self._remote: RemoteFlux | None = None
+        if url is not None and is_ssh_url(url):
+            assert isinstance(self.config, FluxConfig)
+            # a clear error now (host, login, host key, flux, instance), or a site
+            self._remote = RemoteFlux(parse_ssh_url(url, path=True), self.config,
+                                      f"hpcjobs-flux-{self._instance}")
+            self._remote_finalizer = weakref.finalize(self, self._remote.close)
+            self._connect: Callable[[], Any] = functools.partial(self._remote.connect,
+                                                                 self._flux)
+        else:
+            self._connect = functools.partial(_connect, self._flux, url)
+        try:
+            self._handle = self._connect()  # fail now, clearly, when there is no Flux
+        except BaseException:
+            self._close_remote()
+            raise
         self._lock = threading.Lock()  # the handle, and _jobs (see _on_event)
         # Flux id -> the Jobs following it (one, or more after attach) and its events
         self._jobs: dict[int, tuple[_Followers, JobEvents]] = {}
@@ -106,12 +127,19 @@ class FluxJobExecutor(JobExecutor):
         self._watcher_finalizer = weakref.finalize(self, self._watcher.stop)
 
     def _check_url(self, url: str) -> None:
-        """Any URL is Flux's own (``local://``, ``ssh://``): flux-core connects to it."""
+        """``ssh://`` is hpcjobs' own (a path allowed: the instance's socket there);
+        any other URL is Flux's own (``local://``): flux-core connects to it."""
+        if is_ssh_url(url):
+            try:
+                parse_ssh_url(url, path=True)
+            except ValueError as e:
+                raise ValueError(f"executor {self.name!r}: {e}") from None
 
     # -- the API ------------------------------------------------------------------------
     def submit(self, job: Job, hold: bool = False) -> None:
         with self._submission(job) as spec:
-            submission = build_jobspec(self._flux_job, spec, self._launcher(spec))
+            site = self._remote.site if self._remote is not None else None
+            submission = build_jobspec(self._flux_job, spec, self._launcher(spec), site)
             if hold:  # flux-submit(1) --urgency=hold
                 submission = submission._replace(urgency=0)
             self._watcher.start()
@@ -119,9 +147,13 @@ class FluxJobExecutor(JobExecutor):
             # every event, so none of this job's events can arrive unclaimed.
             with self._lock:
                 try:
-                    jobid = self._request(lambda h: self._flux_job.submit(
-                        h, submission.jobspec, urgency=submission.urgency),
-                        idempotent=False)
+                    if self._remote is not None:
+                        jobid = self._flux_job.JobID(self._remote.submit(
+                            submission.jobspec.dumps(), submission.urgency))
+                    else:
+                        jobid = self._request(lambda h: self._flux_job.submit(
+                            h, submission.jobspec, urgency=submission.urgency),
+                            idempotent=False)
                 except OSError as e:
                     if _maybe_delivered(e):
                         raise SubmitException(
@@ -189,8 +221,10 @@ class FluxJobExecutor(JobExecutor):
     def list(self) -> list[str]:
         with self._lock:
             try:
+                # over ssh, the remote user's (the bindings take a uid as a str)
+                user = self._remote.userid if self._remote is not None else None
                 jobs = self._request(lambda h: self._flux_job.JobList(
-                    h, filters=["pending", "running"]).jobs(), idempotent=True)
+                    h, filters=["pending", "running"], user=user).jobs(), idempotent=True)
             except OSError as e:
                 raise SubmitException(f"Flux job-list failed: {e}", e, transient=True) from e
         return [self._flux_job.JobID(info.id).f58 for info in jobs]
@@ -282,6 +316,11 @@ class FluxJobExecutor(JobExecutor):
 
     def _close(self) -> None:
         self._watcher_finalizer()
+        self._close_remote()
+
+    def _close_remote(self) -> None:
+        if self._remote is not None:
+            self._remote_finalizer()
 
     def _on_event(self, event: Any, handle: Any) -> None:
         """Watcher thread: one event, for any job of any client."""
