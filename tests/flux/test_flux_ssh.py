@@ -17,11 +17,10 @@ from typing import Any
 
 import pytest
 import remote_flux
-from conftest import require_flux
-from real_flux import IN_CI
+from real_flux import IN_CI, require_flux
 from ssh_login import Login, find_login
 
-from hpcjobs import Job, JobExecutor, JobSpec, JobState, JobStatus
+from hpcjobs import Job, JobExecutor, JobSpec, JobState, JobStatus, ResourceSpecV1
 from hpcjobs.errors import InvalidJobException, SubmitException
 from hpcjobs.remote import HostKeyError, HostUnreachableError, LoginError
 
@@ -208,3 +207,50 @@ def test_a_flux_command_the_shell_would_read_otherwise_is_refused(
     with pytest.raises(ValueError, match="flux command"):
         JobExecutor.get_instance("flux", url=url(login, instance),
                                  config=options(login, flux_command="flux; rm -rf ~"))
+
+
+# -- what the job reads on the remote host: this package's files shipped there ------------
+def test_the_multiple_launcher_and_the_directory_check_work_there(
+        executor: JobExecutor, instance: remote_flux.RemoteFluxInstance) -> None:
+    """Both read files of this package (ranks.sh, cwd.lua): their copies on the remote
+    host, in the remote user's home."""
+    shared = instance.shared_dir()
+    ranks = Job(JobSpec("/bin/sh", ["-c", 'echo "$PSIJ_RANK $(id -un)"'], launcher="multiple",
+                        resources=ResourceSpecV1(process_count=2), stdout_path=shared / "ranks"))
+    executor.submit(ranks)
+    assert wait(ranks).state is JobState.COMPLETED, ranks.status
+    assert sorted((shared / "ranks").read_text().splitlines()) == [
+        f"{r} {instance.user}" for r in (0, 1)]
+    lost = Job(JobSpec("/bin/pwd", directory=shared / "missing"))
+    executor.submit(lost)
+    status = wait(lost)
+    assert (status.state, status.exit_code) == (JobState.FAILED, None), status
+    assert f"cannot use the job's directory {shared / 'missing'}" in str(status.message)
+
+
+def test_hold_and_release(executor: JobExecutor, instance: remote_flux.RemoteFluxInstance) -> None:
+    mark = instance.shared_dir() / "started"
+    job = Job(JobSpec("/bin/touch", [str(mark)]))
+    executor.submit(job, hold=True)
+    assert job.wait(timeout=3, target_states=[JobState.ACTIVE]) is None
+    assert job.status.state is JobState.QUEUED and not mark.exists()
+    executor.release(job)
+    assert wait(job).state is JobState.COMPLETED and mark.exists()
+
+
+def test_jobs_of_an_instance_that_shuts_down_end(login: Login, instance: Any) -> None:
+    private = remote_flux.RemoteFluxInstance(login.user)
+    ex = JobExecutor.get_instance("flux", url=url(login, private), config=options(login))
+    try:
+        job = Job(JobSpec("/bin/sleep", ["300"]))
+        ex.submit(job)
+        assert job.wait(timeout=TIMEOUT, target_states=[JobState.ACTIVE]) is not None
+        private.stop()
+        status = wait(job)
+        # Flux cancels the jobs of an instance that shuts down; if the connection went
+        # first, the end is unknown and the job says so
+        assert status.state is JobState.CANCELED or (
+            status.state is JobState.FAILED and "unknown" in str(status.message)), status
+    finally:
+        ex.close()
+        private.stop()

@@ -22,11 +22,11 @@ from typing import Any, NamedTuple
 
 from ...environment import expand, job_environment
 from ...errors import InvalidJobException
-from ...launchers.base import Launcher, job_argv
+from ...launchers.base import SCRIPTS, Launcher, job_argv
 from ...spec import JobSpec
 
 __all__ = ["FluxSite", "FluxSubmission", "build_jobspec", "local_site", "release_urgency",
-           "SHELL_FILES"]
+           "SHIPPED", "shipped_name"]
 
 #: flux-core's urgency range (flux-submit(1) --urgency): 0 holds, 31 expedites
 _URGENCY = range(32)
@@ -36,8 +36,15 @@ _PLACED_BY_FLUX = ("single", "multiple", "mpirun")
 _RANKS = Path(__file__).with_name("ranks.sh")
 #: the shell initrc that fails a job whose directory its shell cannot enter (cwd.lua)
 _CWD_CHECK = Path(__file__).with_name("cwd.lua")
-#: the files of this package the job's processes read, by their role
-SHELL_FILES = {"ranks": _RANKS, "cwd_check": _CWD_CHECK}
+#: the package's directory, and the files in it that the jobs' processes read (the
+#: launchers' scripts source lib.sh and ranks.sh finds it by its relative path)
+_PACKAGE = Path(__file__).parents[2]
+SHIPPED = (_RANKS, _CWD_CHECK, *sorted(SCRIPTS.glob("*.sh")))
+
+
+def shipped_name(path: Path) -> str:
+    """The name of a :data:`SHIPPED` file relative to the package's directory."""
+    return path.relative_to(_PACKAGE).as_posix()
 
 
 @dataclass(frozen=True)
@@ -46,14 +53,21 @@ class FluxSite:
     that inherits the environment gets), ``home`` (what ``~`` means; None: on this
     machine, as ``os.path.expanduser`` reads it, ``~user`` too), ``cwd`` (the
     directory of a job that names none), ``flux`` (the command a nested instance's
-    brokers run) and the paths of ``ranks.sh`` and ``cwd.lua`` there."""
+    brokers run) and ``package``, the directory there that holds the
+    :data:`SHIPPED` files where this package has them (None: this package itself)."""
 
     environ: Mapping[str, str]
     home: str | None
     cwd: str
     flux: str
-    ranks: str
-    cwd_check: str
+    package: str | None = None
+
+    def file(self, path: Path | str) -> str:
+        """Where the site has ``path``, one of the :data:`SHIPPED` files; any other
+        word is given back as it is (so a launcher's command line can be mapped)."""
+        if self.package is None or Path(path) not in SHIPPED:
+            return str(path)
+        return f"{self.package}/{shipped_name(Path(path))}"
 
     def expanduser(self, path: str | os.PathLike[str]) -> str:
         """``path`` with a leading ``~`` (alone or ``~/``) read as ``home``."""
@@ -68,7 +82,7 @@ class FluxSite:
 def local_site() -> FluxSite:
     """This machine, now (its environment and directory as they are at the call)."""
     return FluxSite(os.environ, None, os.getcwd(),
-                    shutil.which("flux") or "flux", str(_RANKS), str(_CWD_CHECK))
+                    shutil.which("flux") or "flux")
 
 
 class FluxSubmission(NamedTuple):
@@ -124,7 +138,7 @@ def build_jobspec(flux_job: Any, spec: JobSpec, launcher: Launcher,
         raise InvalidJobException(f"ResourceSpecV1: Flux refuses the request: {e}") from None
     _set_stdio(js, spec, cwd, site)
     # (before the custom attributes: a 'userrc' of the user's own replaces this check)
-    js.setattr_shell_option("userrc", site.cwd_check)
+    js.setattr_shell_option("userrc", site.file(_CWD_CHECK))
     js.duration = attrs.duration.total_seconds()  # 0 means no limit to Flux
     if attrs.queue_name is not None:
         js.setattr("system.queue", attrs.queue_name)
@@ -168,12 +182,13 @@ def _nested(flux_job: Any, spec: JobSpec, launcher: Launcher, argv: list[str],
     launcher's own command, run once like a batch script."""
     if launcher.name in _PLACED_BY_FLUX:
         res = spec.resources_v1
-        program = ["/bin/sh", site.ranks, launcher.name, str(shape.cores),
+        program = ["/bin/sh", site.file(_RANKS), launcher.name, str(shape.cores),
                    str(shape.gpus or 0), str(spec.pre_launch or ""),
                    str(spec.post_launch or ""), str(shape.processes),
                    str(res.computed_processes_per_node), "--", *argv]
     else:
-        program = launcher.get_launch_command(spec, argv)
+        # (its script, where the site has it)
+        program = [site.file(word) for word in launcher.get_launch_command(spec, argv)]
     js = flux_job.JobspecV1.from_nest_command(
         program, num_slots=shape.processes, cores_per_slot=shape.cores,
         gpus_per_slot=shape.gpus, num_nodes=shape.nodes, exclusive=shape.exclusive,

@@ -11,9 +11,10 @@ nothing there; a system instance wants a MUNGE credential of that host).
 
 When the executor is made, one round trip surveys the host (``_SURVEY``): it finds
 ``flux`` and the instance's socket, says who the user is, where their home is and
-what environment a login gets, and writes this package's shell files (ranks.sh,
-cwd.lua) under ``~/.hpcjobs/flux/<digest>/`` there, named by content so that versions
-side by side never clash. Anything missing is a clear error then, not later.
+what environment a login gets, and writes the package's files the jobs read
+(ranks.sh, cwd.lua, the launchers' scripts: ``jobspec.SHIPPED``) under
+``~/.hpcjobs/flux/<digest>/`` there, in the package's layout (they find each other by
+relative paths), named by content so that versions side by side never clash. Anything missing is a clear error then, not later.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from ...remote.ssh import SshConnection
 from ...remote.tunnel import StdioTunnel, plain_words
 from ...remote.url import SshTarget
 from .config import FluxConfig
-from .jobspec import SHELL_FILES, FluxSite
+from .jobspec import SHIPPED, FluxSite, shipped_name
 
 __all__ = ["RemoteFlux"]
 
@@ -82,13 +83,13 @@ class RemoteFlux:
             raise
 
     def _survey(self, flux: str, socket: str) -> tuple[FluxSite, str, str]:
-        files = {role: path.read_bytes() for role, path in SHELL_FILES.items()}
-        digest = hashlib.sha256(b"".join(files.values())).hexdigest()[:16]
+        files = {shipped_name(path): path.read_bytes() for path in SHIPPED}
+        digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
         folder = f".hpcjobs/flux/{digest}"  # (relative: to the home a login starts in)
-        ops: list[Op] = [Run(["sh", "-c", _SURVEY, "sh", flux, socket]), Run(["env", "-0"]),
-               MakeDirs(folder, 0o700),
-               *(WriteFile(f"{folder}/{SHELL_FILES[role].name}", data, 0o644)
-                 for role, data in files.items())]
+        ops: list[Op] = [Run(["sh", "-c", _SURVEY, "sh", flux, socket]), Run(["env", "-0"])]
+        for name in sorted({os.path.dirname(name) for name in files}):
+            ops.append(MakeDirs(f"{folder}/{name}", 0o700))
+        ops += [WriteFile(f"{folder}/{name}", data, 0o644) for name, data in files.items()]
         results = self.connection.batch(ops, timeout=60, retry=True, guard=1)
         survey = results[0]
         if not survey.ok:
@@ -103,8 +104,7 @@ class RemoteFlux:
         plain_words([flux_path, socket_path], f"the Flux instance at {self.target}")
         environ = _environment(results[1])
         site = FluxSite(environ, environ.get("HOME", home), home, flux_path,
-                        *(f"{home}/{folder}/{SHELL_FILES[role].name}"
-                          for role in ("ranks", "cwd_check")))
+                        f"{home}/{folder}")
         log.debug("Flux at %s: %s, socket %s, uid %s", self.target, flux_path,
                   socket_path, userid)
         return site, userid, socket_path
