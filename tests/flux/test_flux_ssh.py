@@ -194,6 +194,20 @@ def test_no_instance_at_the_path_is_named(login: Login, instance: remote_flux.Re
                                      os.path.dirname(instance.socket), "bin", "flux")))
 
 
+def test_without_a_path_the_system_instance_is_meant(
+        login: Login, instance: remote_flux.RemoteFluxInstance,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The socket flux-core's commands use there by default (``rundir`` of its build,
+    ``/local``); this machine runs no system instance. The flux command comes from
+    $FLUX_SSH_RCMD, as flux-core's own ssh connector takes it."""
+    monkeypatch.setenv("FLUX_SSH_RCMD", os.path.join(os.path.dirname(instance.socket),
+                                                     "bin", "flux"))
+    rundir = subprocess.run(["flux", "config", "builtin", "rundir"], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    with pytest.raises(SubmitException, match=f"{rundir}/local is not a socket.*system"):
+        JobExecutor.get_instance("flux", url=f"ssh://{login.host}", config=options(login))
+
+
 @pytest.mark.parametrize("bad", ["ssh://login/tmp/a b", "ssh://login/tmp/$(id)",
                                  "ssh://login/tmp/x?y=1", "ssh://u:pw@login/tmp/s"])
 def test_a_url_flux_cannot_use_is_refused_before_any_connection(bad: str) -> None:
@@ -254,3 +268,17 @@ def test_jobs_of_an_instance_that_shuts_down_end(login: Login, instance: Any) ->
     finally:
         ex.close()
         private.stop()
+
+
+def test_submits_from_many_threads_all_end_in_their_state(executor: JobExecutor) -> None:
+    """Remote submits run side by side (not under the executor's lock): a job's events
+    that come before its submit returns are kept and replayed, none is lost."""
+    import concurrent.futures
+
+    jobs = [Job(JobSpec("/bin/sh", ["-c", f"exit {i % 3}"])) for i in range(24)]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        list(pool.map(executor.submit, jobs))
+    for i, job in enumerate(jobs):
+        status = wait(job)
+        assert status.exit_code == i % 3, status
+        assert status.state is (JobState.COMPLETED if i % 3 == 0 else JobState.FAILED)

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from ...errors import InvalidJobException, InvalidJobStateError, SubmitException
 from ...executor import JobExecutor, JobExecutorConfig
 from ...job import Job
+from ...remote.ssh import SshConnection
 from ...remote.url import is_ssh_url, parse_ssh_url
 from ...state import JobState, JobStatus
 from .config import FluxConfig
@@ -121,10 +122,20 @@ class FluxJobExecutor(JobExecutor):
         self._lock = threading.Lock()  # the handle, and _jobs (see _on_event)
         # Flux id -> the Jobs following it (one, or more after attach) and its events
         self._jobs: dict[int, tuple[_Followers, JobEvents]] = {}
+        # submits over ssh under way (not under the lock), and the events meanwhile of
+        # jobs not followed (yet): Flux id -> (name, timestamp, context, R) each
+        self._in_flight = 0
+        self._unclaimed: dict[int, list[tuple[str, float, Mapping[str, Any], Any]]] = {}
         self._watcher = Watcher(f"hpcjobs-flux-{self._instance}-events", self._connect,
                                 self._flux_job, self._on_event, self._on_lost,
                                 self._on_missing)
         self._watcher_finalizer = weakref.finalize(self, self._watcher.stop)
+
+    @property
+    def ssh_connection(self) -> SshConnection | None:
+        """With an ``ssh://`` URL, the executor's connection to that host (its
+        ``round_trips`` and ``logins`` are counted); else None."""
+        return self._remote.connection if self._remote is not None else None
 
     def _check_url(self, url: str) -> None:
         """``ssh://`` is hpcjobs' own (a path allowed: the instance's socket there);
@@ -143,37 +154,63 @@ class FluxJobExecutor(JobExecutor):
             if hold:  # flux-submit(1) --urgency=hold
                 submission = submission._replace(urgency=0)
             self._watcher.start()
-            # Under the lock until the job is registered: the watcher takes the lock for
-            # every event, so none of this job's events can arrive unclaimed.
-            with self._lock:
-                try:
-                    if self._remote is not None:
-                        jobid = self._flux_job.JobID(self._remote.submit(
-                            submission.jobspec.dumps(), submission.urgency))
-                    else:
-                        jobid = self._request(lambda h: self._flux_job.submit(
-                            h, submission.jobspec, urgency=submission.urgency),
-                            idempotent=False)
-                except OSError as e:
-                    if _maybe_delivered(e):
-                        raise SubmitException(
-                            f"the connection to Flux broke while submitting ({e}): the job "
-                            "may have been submitted or not ('flux jobs' lists it)", e,
-                            transient=True) from e
-                    if e.errno not in _REFUSED:
-                        raise SubmitException(f"Flux did not take the job: {e}", e,
-                                              transient=True) from e
-                    # job-ingest refused the jobspec: EPERM from its validator, EINVAL
-                    # for what it checks itself (an unknown queue), with the reason
-                    raise InvalidJobException(f"Flux rejected the job: {e.strerror or e}",
-                                              e) from None
-                job.bind(self, jobid.f58)
-                self._jobs[int(jobid)] = ([job], self._job_events(jobid.f58))
-                self._watcher.follow(int(jobid))
-                # also under the lock: statuses of one job are reported in order
-                self._set_job_status(job, JobStatus(JobState.QUEUED,
-                                                    metadata={"native_state": "NEW"}))
+            if self._remote is None:
+                # Under the lock until the job is registered: the watcher takes the
+                # lock for every event, so none of this job's events can arrive unclaimed.
+                with self._lock:
+                    self._register(job, self._submit_here(submission))
+            else:
+                self._register_remote(job, submission)
         log.debug("job %s submitted to Flux as %s", job.id, job.native_id)
+
+    def _submit_here(self, submission: Any) -> Any:
+        """Submit through the bindings (caller holds ``_lock``); the Flux JobID."""
+        try:
+            return self._request(lambda h: self._flux_job.submit(
+                h, submission.jobspec, urgency=submission.urgency), idempotent=False)
+        except OSError as e:
+            if _maybe_delivered(e):
+                raise SubmitException(
+                    f"the connection to Flux broke while submitting ({e}): the job "
+                    "may have been submitted or not ('flux jobs' lists it)", e,
+                    transient=True) from e
+            if e.errno not in _REFUSED:
+                raise SubmitException(f"Flux did not take the job: {e}", e,
+                                      transient=True) from e
+            # job-ingest refused the jobspec: EPERM from its validator, EINVAL
+            # for what it checks itself (an unknown queue), with the reason
+            raise InvalidJobException(f"Flux rejected the job: {e.strerror or e}",
+                                      e) from None
+
+    def _register_remote(self, job: Job, submission: Any) -> None:
+        """Submit on the remote host, then register. The submit is a round trip: not
+        under ``_lock``, which the watcher takes for every event (it would hold up the
+        statuses of all the other jobs); events of jobs unknown while submits are in
+        flight are kept meanwhile (``_on_event``) and replayed here."""
+        assert self._remote is not None
+        with self._lock:
+            self._in_flight += 1
+        try:
+            jobid = self._flux_job.JobID(self._remote.submit(submission.jobspec.dumps(),
+                                                             submission.urgency))
+            with self._lock:
+                self._register(job, jobid)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+                if not self._in_flight:
+                    self._unclaimed.clear()
+
+    def _register(self, job: Job, jobid: Any) -> None:
+        """Follow a job just submitted (caller holds ``_lock``: its statuses are reported
+        in order), with any of its events that came first."""
+        job.bind(self, jobid.f58)
+        jobs, events = self._jobs[int(jobid)] = ([job], self._job_events(jobid.f58))
+        self._watcher.follow(int(jobid))
+        self._set_job_status(job, JobStatus(JobState.QUEUED, metadata={"native_state": "NEW"}))
+        for early in self._unclaimed.pop(int(jobid), ()):
+            if int(jobid) in self._jobs:  # (not if an early event ended it)
+                self._apply(jobs, events, int(jobid), self._handle, *early)
 
     def cancel(self, job: Job) -> None:
         native_id = job.native_id
@@ -331,6 +368,9 @@ class FluxJobExecutor(JobExecutor):
                 jobs, events = entry
                 self._apply(jobs, events, jobid, handle, event.name, event.timestamp,
                             event.context or {}, getattr(event, "R", None))
+            elif self._in_flight:  # perhaps a job whose submit has not returned yet
+                self._unclaimed.setdefault(jobid, []).append(
+                    (event.name, event.timestamp, event.context or {}, getattr(event, "R", None)))
 
     def _on_missing(self, jobids: Sequence[int], handle: Any) -> None:
         """Watcher thread: followed jobs whose events the watcher did not get where it
