@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ssh_login import IN_CI, Login, find_login
-
-__all__ = ["IN_CI", "Login"]
+from ssh_login import Login, find_login
 
 
 @pytest.fixture(scope="session")
