@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 import remote_flux
 from real_flux import IN_CI, require_flux
@@ -117,9 +118,11 @@ def test_a_fresh_executor_attaches_by_native_id(
         other.close()
 
 
+@pytest.mark.parametrize("side", ["client", "server"])
 def test_jobs_end_in_their_true_state_when_the_ssh_sessions_are_killed(
-        executor: JobExecutor) -> None:
-    """The relay sessions and the master are killed while the jobs run: the executor
+        executor: JobExecutor, instance: remote_flux.RemoteFluxInstance, side: str) -> None:
+    """While the jobs run, the relay sessions and the master are killed here, or the
+    server's process serving them there (the parent of ``flux relay``): the executor
     reconnects (a new master, new relays) and every job ends with its exit code."""
     jobs = [Job(JobSpec("/bin/sh", ["-c", f"sleep 3; exit {code}"])) for code in (0, 4)]
     for job in jobs:
@@ -129,17 +132,25 @@ def test_jobs_end_in_their_true_state_when_the_ssh_sessions_are_killed(
     while not all(j.status.state is JobState.ACTIVE for j in jobs):
         assert time.monotonic() < deadline, [j.status for j in jobs]
         time.sleep(0.05)
-    killed = [*remote.tunnel.session_pids, remote.connection.master_pid]
-    assert len(killed) >= 2 and None not in killed  # relays of the executor, and the master
+    if side == "client":
+        killed = [*remote.tunnel.session_pids, remote.connection.master_pid]
+        assert len(killed) >= 2 and None not in killed  # the executor's relays, the master
+    else:
+        killed = sorted({p.info["ppid"] for p in psutil.process_iter(["ppid", "cmdline"])
+                         if (p.info["cmdline"] or [])[-2:] == ["relay", instance.socket]})
+        # (the relays of this test's instance only: no one else's sessions)
+        assert killed and all(psutil.Process(pid).name() == "sshd" for pid in killed)
     for pid in killed:
         os.kill(pid, signal.SIGKILL)
     statuses = [wait(j) for j in jobs]
     assert [(s.state, s.exit_code) for s in statuses] == [
         (JobState.COMPLETED, 0), (JobState.FAILED, 4)]
-    # and it goes on working, on new sessions
-    after = Job(JobSpec("/bin/true"))
+    # and it goes on working, on new sessions: the executor's own handle too (list)
+    after = Job(JobSpec("/bin/sleep", ["600"]))
     executor.submit(after)
-    assert wait(after).state is JobState.COMPLETED
+    assert after.native_id in executor.list()
+    executor.cancel(after)
+    assert wait(after).state is JobState.CANCELED
     assert not set(remote.tunnel.session_pids) & set(killed)
 
 
@@ -282,3 +293,13 @@ def test_submits_from_many_threads_all_end_in_their_state(executor: JobExecutor)
         status = wait(job)
         assert status.exit_code == i % 3, status
         assert status.state is (JobState.COMPLETED if i % 3 == 0 else JobState.FAILED)
+
+
+@pytest.mark.parametrize("config, words", [
+    ({"ssh_options": "-F cfg"}, "ssh_options"), ({"ssh_options": ["-F", 3]}, "ssh_options"),
+    ({"flux_command": ""}, "flux_command"), ({"connect_timeout": 0}, "connect_timeout"),
+    ({"no_such_field": 1}, "no_such_field")])
+def test_a_bad_setting_is_refused_by_name(config: dict[str, Any], words: str) -> None:
+    require_flux()
+    with pytest.raises((TypeError, ValueError), match=words):
+        JobExecutor.get_instance("flux", url="ssh://login/tmp/s", config=config)
