@@ -49,11 +49,13 @@ class RemoteFluxInstance:
                                f"status {self._process.returncode})")
         self.socket = uri.removeprefix("local://")
         self.user = user
+        self._dirs: list[Path] = []
 
     def shared_dir(self) -> Path:
         """A new directory both this process and the instance's user may write."""
         path = Path(tempfile.mkdtemp(prefix="hpcjobs-flux-ssh-"))
         shutil.chown(path, self.user, self.user)
+        self._dirs.append(path)
         return path
 
     def stop(self) -> None:
@@ -67,3 +69,5 @@ class RemoteFluxInstance:
             self._process.wait()
         if self._process.stdout is not None:
             self._process.stdout.close()
+        for path in getattr(self, "_dirs", ()):
+            shutil.rmtree(path, ignore_errors=True)
