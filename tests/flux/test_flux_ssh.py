@@ -303,3 +303,29 @@ def test_a_bad_setting_is_refused_by_name(config: dict[str, Any], words: str) ->
     require_flux()
     with pytest.raises((TypeError, ValueError), match=words):
         JobExecutor.get_instance("flux", url="ssh://login/tmp/s", config=config)
+
+
+def test_an_instance_that_never_answers_is_an_error_not_a_hang(
+        login: Login, instance: remote_flux.RemoteFluxInstance) -> None:
+    """A socket that takes connections and never answers (a frozen broker): the relay
+    logs in and waits for ever; the executor ends its session and says so."""
+    shared = instance.shared_dir()
+    mute = shared / "sock"
+    listener = subprocess.Popen(
+        ["su", "-s", "/bin/sh", instance.user, "-c", "exec python3 -c 'import socket, sys, time\n"
+         "s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8)\n"
+         "print(flush=True); time.sleep(600)' " + str(mute)], stdout=subprocess.PIPE)
+    try:
+        assert listener.stdout is not None and listener.stdout.readline() == b"\n"
+        with pytest.raises(ConnectionError, match=f"relay {mute} did not answer"):
+            JobExecutor.get_instance("flux", url=f"ssh://{login.host}{mute}", config=options(
+                login, connect_timeout=1, flux_command=os.path.join(
+                    os.path.dirname(instance.socket), "bin", "flux")))
+    finally:
+        for process in psutil.Process(listener.pid).children(recursive=True):
+            process.kill()  # the listener su started: su reaps it and exits
+        try:
+            listener.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            listener.kill()
+            listener.wait()

@@ -22,6 +22,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 from typing import Sequence
 
 from .errors import SshError
@@ -54,6 +55,7 @@ class StdioTunnel:
 
     def __init__(self, connection: SshConnection, command: Sequence[str], name: str) -> None:
         self.connection = connection
+        self.name = name
         self.command = plain_words(command, "tunnelled command")
         self._dir = tempfile.mkdtemp(prefix="hpcjobs-tunnel-")  # 0700
         self.path = os.path.join(self._dir, "socket")
@@ -62,6 +64,7 @@ class StdioTunnel:
         self._listener.listen(16)
         self._listener.settimeout(_TICK)
         self._sessions: list[subprocess.Popen[bytes]] = []
+        self._started: dict[int, float] = {}  # pid -> time.monotonic() at its start
         self._lock = threading.Lock()
         self._last_error = ""
         self._stop = threading.Event()
@@ -113,6 +116,7 @@ class StdioTunnel:
         process.stderr = err  # (read when it ends: _reap)
         with self._lock:
             self._sessions.append(process)
+            self._started[process.pid] = time.monotonic()
         log.debug("tunnel to %s: session %d started", self.connection.target, process.pid)
 
     def _reap(self) -> None:
@@ -129,9 +133,22 @@ class StdioTunnel:
                 err.close()
                 if process.returncode != 0 and text:
                     self._last_error = text[-2000:]
+                self._started.pop(process.pid, None)
                 log.debug("tunnel to %s: session %d ended (exit %s) %s",
                           self.connection.target, process.pid, process.returncode, text)
             self._sessions = running
+
+    def end_sessions_since(self, since: float, why: str) -> int:
+        """Kill the running sessions started at ``since`` (``time.monotonic()``) or later,
+        saying ``why`` as the last error: their clients read end-of-file. How many."""
+        with self._lock:
+            late = [p for p in self._sessions
+                    if p.poll() is None and self._started.get(p.pid, 0.0) >= since]
+            if late:
+                self._last_error = why
+        for process in late:
+            process.kill()
+        return len(late)
 
     def close(self) -> None:
         """Stop accepting, end the running sessions, remove the socket. Idempotent."""

@@ -22,6 +22,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import threading
+import time
 from typing import Any, Optional
 
 from ...errors import InvalidJobException, SubmitException
@@ -69,6 +71,9 @@ class RemoteFlux:
 
     def __init__(self, target: SshTarget, config: FluxConfig, name: str) -> None:
         self.target = target
+        # a relay that logged in but never answers (a frozen broker there) would block
+        # flux.Flux() for ever: its session is ended after this long
+        self.answer_timeout = config.connect_timeout * 2 + 5
         self.connection = SshConnection(target, config.ssh_options,
                                         connect_timeout=config.connect_timeout)
         try:
@@ -130,7 +135,21 @@ class RemoteFlux:
         ConnectionError saying why if there is none."""
         try:
             self.connection.open()
-            return flux.Flux(f"local://{self.tunnel.path}")
+            answered = threading.Event()
+            since = time.monotonic()
+
+            def watchdog() -> None:
+                if not answered.wait(self.answer_timeout):
+                    self.tunnel.end_sessions_since(since, (
+                        f"flux relay {self.socket} did not answer within "
+                        f"{self.answer_timeout:.0f} s (the instance there does not respond)"))
+
+            threading.Thread(target=watchdog, name=f"{self.tunnel.name}-watchdog",
+                             daemon=True).start()
+            try:
+                return flux.Flux(f"local://{self.tunnel.path}")
+            finally:
+                answered.set()
         except (OSError, SshError) as e:
             why = self.tunnel.last_error() or str(e)
             raise ConnectionError(f"cannot connect to the Flux instance at {self.target} "
