@@ -329,3 +329,20 @@ def test_an_instance_that_never_answers_is_an_error_not_a_hang(
         except subprocess.TimeoutExpired:
             listener.kill()
             listener.wait()
+
+
+HOSTILE = ["a'b\"c", "$HOME `id` $(id)", "tab\there", "new\nline", "back\\slash", "*?[x]", ""]
+
+
+def test_hostile_arguments_and_environment_arrive_exactly(
+        executor: JobExecutor, instance: remote_flux.RemoteFluxInstance) -> None:
+    """The jobspec travels as data (stdin of ``flux job submit``): no remote shell
+    reads an argument or a value. The job's environment is the remote login's (its
+    HOME) plus the spec's."""
+    out = instance.shared_dir() / "out"
+    job = Job(JobSpec("/bin/sh", ["-c", 'printf "%s\\0" "$@" "$V" "$HOME"', "sh", *HOSTILE],
+                      environment={"V": HOSTILE[1]}, stdout_path=out))
+    executor.submit(job)
+    assert wait(job).state is JobState.COMPLETED, job.status
+    home = os.path.expanduser(f"~{instance.user}")
+    assert out.read_text().split("\0")[:-1] == [*HOSTILE, HOSTILE[1], home]

@@ -61,6 +61,8 @@ fi
 [ -S "$sock" ] || { echo "no Flux instance there: $sock is not a socket" >&2; exit 4; }
 id -u && pwd && printf '%s\n%s\n' "$flux" "$sock"
 """
+#: the login's environment, NUL-separated (GNU, BusyBox), else one variable a line
+_ENVIRONMENT = "env -0 2>/dev/null || env"
 #: the survey's exit codes: the flux command is missing; no instance at the socket
 _NO_FLUX, _NO_INSTANCE = 127, 4
 
@@ -91,14 +93,14 @@ class RemoteFlux:
         files = {shipped_name(path): path.read_bytes() for path in SHIPPED}
         digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
         folder = f".hpcjobs/flux/{digest}"  # (relative: to the home a login starts in)
-        ops: list[Op] = [Run(["sh", "-c", _SURVEY, "sh", flux, socket]), Run(["env", "-0"])]
+        ops: list[Op] = [Run(["sh", "-c", _SURVEY, "sh", flux, socket]), Run(["sh", "-c", _ENVIRONMENT])]
         for name in sorted({os.path.dirname(name) for name in files}):
             ops.append(MakeDirs(f"{folder}/{name}", 0o700))
         ops += [WriteFile(f"{folder}/{name}", data, 0o644) for name, data in files.items()]
         results = self.connection.batch(ops, timeout=60, retry=True, guard=1)
         survey = results[0]
         if not survey.ok:
-            raise self._survey_error(survey, flux, socket)
+            raise self._survey_error(survey, socket)
         for result in results[2:]:  # the shell files written
             result.check(str(self.target))
         lines = survey.text.splitlines()
@@ -114,7 +116,7 @@ class RemoteFlux:
                   socket_path, userid)
         return site, userid, socket_path
 
-    def _survey_error(self, survey: Result, flux: str, socket: str) -> SubmitException:
+    def _survey_error(self, survey: Result, socket: str) -> SubmitException:
         said = survey.stderr.decode("utf-8", "replace").strip()[-1000:]
         if survey.returncode == _NO_FLUX:
             return RemoteCommandError(
@@ -187,11 +189,13 @@ class RemoteFlux:
 
 
 def _environment(result: Result) -> dict[str, str]:
-    """The remote login's environment from ``env -0`` (what a job that inherits it
-    gets, as one submitted there would)."""
+    """The remote login's environment from ``_ENVIRONMENT`` (what a job that inherits
+    it gets, as one submitted there would). Without ``env -0``, a value holding a
+    newline comes out cut at it."""
     result.check("the remote host")
     env: dict[str, str] = {}
-    for entry in result.stdout.split(b"\0"):
+    separator = b"\0" if b"\0" in result.stdout else b"\n"
+    for entry in result.stdout.split(separator):
         name, sep, value = entry.partition(b"=")
         if sep and name:
             env[os.fsdecode(name)] = os.fsdecode(value)
