@@ -104,7 +104,7 @@ def raw_round(uri: str, n: int) -> dict[str, Any]:
     return summary(n, last[0] - start, latencies)
 
 
-def hpcjobs_round(uri: str, n: int) -> dict[str, Any]:
+def hpcjobs_round(uri: str, n: int, config: dict[str, Any] | None = None) -> dict[str, Any]:
     """N jobs through the executor, each with a callback noting its final report."""
     latencies: list[float] = []
     lock = threading.Lock()
@@ -123,7 +123,7 @@ def hpcjobs_round(uri: str, n: int) -> dict[str, Any]:
                 last[0] = time.perf_counter()
                 done.set()
 
-    with JobExecutor.get_instance("flux", url=uri) as ex:
+    with JobExecutor.get_instance("flux", url=uri, config=config) as ex:
         jobs = [Job(JobSpec("/bin/true")) for _ in range(n)]
         for job in jobs:
             job.set_job_status_callback(on_status)
@@ -132,7 +132,10 @@ def hpcjobs_round(uri: str, n: int) -> dict[str, Any]:
             ex.submit(job)
         if not done.wait(WAIT):
             raise SystemExit("hpcjobs round: not every job reported its end")
-    return summary(n, last[0] - start, latencies)
+        connection = getattr(ex, "ssh_connection", None)  # (a URL ssh://...)
+        trips = {} if connection is None else {"ssh_round_trips": connection.round_trips,
+                                               "ssh_logins": connection.logins}
+    return {**summary(n, last[0] - start, latencies), **trips}
 
 
 def main() -> None:

@@ -54,6 +54,14 @@ def _flux() -> str | None:
     return None if probe.returncode == 0 else "flux-core's Python bindings are not importable"
 
 
+def _flux_over_ssh() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (it starts a Flux instance as the test login node's user)"
+    if not {"HPCJOBS_TEST_SSH_HOST", "HPCJOBS_TEST_SSH_CONFIG"} <= set(os.environ):
+        return "no test login node (scripts/sshd.sh up)"
+    return _flux()
+
+
 @dataclass(frozen=True)
 class Bench:
     """One benchmark: its script, its arguments at full and at small size, and what it
@@ -90,6 +98,7 @@ BENCHES = [
           _pbs_server),
     Bench("pbs_submit", [], ["--jobs", "50", "--rounds", "1"], _pbs_server),
     Bench("flux_throughput", [], ["--jobs", "200"], _flux),
+    Bench("flux_ssh", [], ["--jobs", "50", "--rounds", "1"], _flux_over_ssh),
 ]
 BY_NAME = {b.name: b for b in BENCHES}
 

@@ -62,6 +62,14 @@ class JobExecutorConfig:
     work_directory: Optional[Path] = None
     ssh_options: Sequence[str] = ()
 
+    def __post_init__(self) -> None:
+        # refused here, before anything is started, naming the setting
+        if isinstance(self.ssh_options, (str, bytes)) or not all(
+                isinstance(o, str) and "\0" not in o for o in self.ssh_options):
+            raise TypeError(f"{type(self).__name__}.ssh_options: a list of str (ssh "
+                            f"arguments), got {self.ssh_options!r}")
+        self.ssh_options = list(self.ssh_options)
+
     #: psij-python's names: the default configuration and the parent of the default
     #: work directories
     DEFAULT: ClassVar["JobExecutorConfig"]

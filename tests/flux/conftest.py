@@ -12,18 +12,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 import real_flux
+from real_flux import require_flux
 
 if TYPE_CHECKING:
     from hpcjobs import JobExecutor
-
-
-def require_flux() -> None:
-    """Skip (fail under CI=true) when no real Flux can run here."""
-    reason = real_flux.unavailable()
-    if reason is not None:
-        if real_flux.IN_CI:
-            pytest.fail(f"{reason} (CI=true: Flux tests must run, not skip)")
-        pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")

@@ -55,6 +55,17 @@ def run(ex: JobExecutor, spec: JobSpec, timeout: float) -> JobStatus:
     return status
 
 
+def require_flux() -> None:
+    """Skip (fail under CI=true) when no real Flux can run here."""
+    import pytest
+
+    reason = unavailable()
+    if reason is not None:
+        if IN_CI:
+            pytest.fail(f"{reason} (CI=true: Flux tests must run, not skip)")
+        pytest.skip(reason)
+
+
 def unavailable() -> Optional[str]:
     """Why no real Flux can be started here (None: it can)."""
     if shutil.which("flux") is None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from login_node import Login
+from ssh_login import Login
 from hpcjobs import Job, JobExecutor, JobSpec, JobState
 from hpcjobs.errors import SubmitException
 from hpcjobs.remote import HostKeyError, HostUnreachableError, SshConnection

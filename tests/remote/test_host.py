@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from login_node import Login
+from ssh_login import Login
 from hpcjobs.errors import CommandError
 from hpcjobs.remote import RemoteFileError, SshConnection, SshHost
 from hpcjobs.remote.shared import SharedConnections

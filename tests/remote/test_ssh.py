@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from login_node import Login
+from ssh_login import Login
 from hpcjobs.remote import (HostKeyError, HostUnreachableError, LoginError, MakeDirs, ReadFile,
                             RemoteCommandNotFound, Remove, Run, SshConnection, SshConnectionLost,
                             SshTarget, WriteFile)

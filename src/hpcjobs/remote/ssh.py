@@ -213,12 +213,17 @@ class SshConnection:
         result = self.batch([Run(list(argv), input, cwd)], timeout=timeout, retry=retry)[0]
         return result.check(str(self.target)) if check else result
 
+    def session_argv(self, command: str) -> list[str]:
+        """The ssh command line of one session through the master (no new login while
+        it runs), running ``command`` with the remote login shell: the caller makes
+        sure that shell reads ``command`` as meant. Call :meth:`open` first."""
+        return [*self._base(self._control()), "-o", "ControlMaster=no", "-T",
+                *self.target.ssh_args(), command]
+
     def _round_trip(self, ops: list[Op], script: bytes, marker: bytes, timeout: float,
                     meanwhile: Optional[Callable[[], None]]) -> list[Result]:
         self.open()
-        control = self._control()
-        argv = [*self._base(control), "-o", "ControlMaster=no", "-T",
-                *self.target.ssh_args(), shscript.REMOTE_COMMAND]
+        argv = self.session_argv(shscript.REMOTE_COMMAND)
         with self._lock:  # (executors' threads share a connection)
             self.round_trips += 1
         p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,

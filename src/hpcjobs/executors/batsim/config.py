@@ -82,6 +82,7 @@ class BatsimExecutorConfig(JobExecutorConfig):
     close_timeout: float = 60.0
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.platform is not None:
             if not isinstance(self.platform, (str, Path)):
                 raise TypeError(f"batsim config 'platform' must be a path, got {type(self.platform).__name__}")

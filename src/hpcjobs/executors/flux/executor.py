@@ -7,7 +7,9 @@ where the journal is refused), folded per job by events.py; ``cancel``
 is ``flux.job.cancel`` (reliable even right after ``start``, unlike ``kill``),
 ``attach`` replays the job's eventlog and then follows the watcher, ``list`` asks
 job-list for the user's active jobs. The bindings are imported when the first
-executor is made, never when hpcjobs is imported.
+executor is made, never when hpcjobs is imported. With ``url='ssh://...'`` the
+instance is on another host (remote.py): the same calls go through an ssh tunnel,
+submits through that host's ``flux job submit``.
 """
 
 from __future__ import annotations
@@ -26,9 +28,13 @@ from typing import Any, TypeVar
 from ...errors import InvalidJobException, InvalidJobStateError, SubmitException
 from ...executor import JobExecutor, JobExecutorConfig
 from ...job import Job
+from ...remote.ssh import SshConnection
+from ...remote.url import is_ssh_url, parse_ssh_url
 from ...state import JobState, JobStatus
+from .config import FluxConfig
 from .events import JobEvents, Update, task_signal
 from .jobspec import build_jobspec, release_urgency
+from .remote import RemoteFlux
 from .watcher import Watcher
 
 __all__ = ["FluxJobExecutor"]
@@ -85,63 +91,126 @@ def _connect(flux: Any, url: str | None) -> Any:
 
 
 class FluxJobExecutor(JobExecutor):
-    """Runs jobs on Flux. ``url`` is a Flux URI (``local://...``, ``ssh://...``);
+    """Runs jobs on Flux. ``url`` is a Flux URI (``local://...``) or
+    ``ssh://[user@]host[:port][/socket]`` for an instance on another host (docs/flux.md);
     by default the enclosing instance (``$FLUX_URI``)."""
 
     name = "flux"
     version_string = "0.1.0"
+    config_class = FluxConfig
 
     def __init__(self, url: str | None = None,
                  config: JobExecutorConfig | Mapping[str, Any] | None = None) -> None:
         super().__init__(url, config)
         self._flux, self._flux_job, self._hostlist = _import_bindings()
-        self._connect = functools.partial(_connect, self._flux, url)
-        self._handle = self._connect()  # fail now, clearly, when there is no Flux to talk to
+        self._remote: RemoteFlux | None = None
+        if url is not None and is_ssh_url(url):
+            assert isinstance(self.config, FluxConfig)
+            # a clear error now (host, login, host key, flux, instance), or a site
+            self._remote = RemoteFlux(parse_ssh_url(url, path=True), self.config,
+                                      f"hpcjobs-flux-{self._instance}")
+            self._remote_finalizer = weakref.finalize(self, self._remote.close)
+            self._connect: Callable[[], Any] = functools.partial(self._remote.connect,
+                                                                 self._flux)
+        else:
+            self._connect = functools.partial(_connect, self._flux, url)
+        try:
+            self._handle = self._connect()  # fail now, clearly, when there is no Flux
+        except BaseException:
+            self._close_remote()
+            raise
         self._lock = threading.Lock()  # the handle, and _jobs (see _on_event)
         # Flux id -> the Jobs following it (one, or more after attach) and its events
         self._jobs: dict[int, tuple[_Followers, JobEvents]] = {}
+        # submits over ssh under way (not under the lock), and the events meanwhile of
+        # jobs not followed (yet): Flux id -> (name, timestamp, context, R) each
+        self._in_flight = 0
+        self._unclaimed: dict[int, list[tuple[str, float, Mapping[str, Any], Any]]] = {}
         self._watcher = Watcher(f"hpcjobs-flux-{self._instance}-events", self._connect,
                                 self._flux_job, self._on_event, self._on_lost,
                                 self._on_missing)
         self._watcher_finalizer = weakref.finalize(self, self._watcher.stop)
 
+    @property
+    def ssh_connection(self) -> SshConnection | None:
+        """With an ``ssh://`` URL, the executor's connection to that host (its
+        ``round_trips`` and ``logins`` are counted); else None."""
+        return self._remote.connection if self._remote is not None else None
+
     def _check_url(self, url: str) -> None:
-        """Any URL is Flux's own (``local://``, ``ssh://``): flux-core connects to it."""
+        """``ssh://`` is hpcjobs' own (a path allowed: the instance's socket there);
+        any other URL is Flux's own (``local://``): flux-core connects to it."""
+        if is_ssh_url(url):
+            try:
+                parse_ssh_url(url, path=True)
+            except ValueError as e:
+                raise ValueError(f"executor {self.name!r}: {e}") from None
 
     # -- the API ------------------------------------------------------------------------
     def submit(self, job: Job, hold: bool = False) -> None:
         with self._submission(job) as spec:
-            submission = build_jobspec(self._flux_job, spec, self._launcher(spec))
+            site = self._remote.site if self._remote is not None else None
+            submission = build_jobspec(self._flux_job, spec, self._launcher(spec), site)
             if hold:  # flux-submit(1) --urgency=hold
                 submission = submission._replace(urgency=0)
             self._watcher.start()
-            # Under the lock until the job is registered: the watcher takes the lock for
-            # every event, so none of this job's events can arrive unclaimed.
-            with self._lock:
-                try:
-                    jobid = self._request(lambda h: self._flux_job.submit(
-                        h, submission.jobspec, urgency=submission.urgency),
-                        idempotent=False)
-                except OSError as e:
-                    if _maybe_delivered(e):
-                        raise SubmitException(
-                            f"the connection to Flux broke while submitting ({e}): the job "
-                            "may have been submitted or not ('flux jobs' lists it)", e,
-                            transient=True) from e
-                    if e.errno not in _REFUSED:
-                        raise SubmitException(f"Flux did not take the job: {e}", e,
-                                              transient=True) from e
-                    # job-ingest refused the jobspec: EPERM from its validator, EINVAL
-                    # for what it checks itself (an unknown queue), with the reason
-                    raise InvalidJobException(f"Flux rejected the job: {e.strerror or e}",
-                                              e) from None
-                job.bind(self, jobid.f58)
-                self._jobs[int(jobid)] = ([job], self._job_events(jobid.f58))
-                self._watcher.follow(int(jobid))
-                # also under the lock: statuses of one job are reported in order
-                self._set_job_status(job, JobStatus(JobState.QUEUED,
-                                                    metadata={"native_state": "NEW"}))
+            if self._remote is None:
+                # Under the lock until the job is registered: the watcher takes the
+                # lock for every event, so none of this job's events can arrive unclaimed.
+                with self._lock:
+                    self._register(job, self._submit_here(submission))
+            else:
+                self._register_remote(job, submission)
         log.debug("job %s submitted to Flux as %s", job.id, job.native_id)
+
+    def _submit_here(self, submission: Any) -> Any:
+        """Submit through the bindings (caller holds ``_lock``); the Flux JobID."""
+        try:
+            return self._request(lambda h: self._flux_job.submit(
+                h, submission.jobspec, urgency=submission.urgency), idempotent=False)
+        except OSError as e:
+            if _maybe_delivered(e):
+                raise SubmitException(
+                    f"the connection to Flux broke while submitting ({e}): the job "
+                    "may have been submitted or not ('flux jobs' lists it)", e,
+                    transient=True) from e
+            if e.errno not in _REFUSED:
+                raise SubmitException(f"Flux did not take the job: {e}", e,
+                                      transient=True) from e
+            # job-ingest refused the jobspec: EPERM from its validator, EINVAL
+            # for what it checks itself (an unknown queue), with the reason
+            raise InvalidJobException(f"Flux rejected the job: {e.strerror or e}",
+                                      e) from None
+
+    def _register_remote(self, job: Job, submission: Any) -> None:
+        """Submit on the remote host, then register. The submit is a round trip: not
+        under ``_lock``, which the watcher takes for every event (it would hold up the
+        statuses of all the other jobs); events of jobs unknown while submits are in
+        flight are kept meanwhile (``_on_event``) and replayed here."""
+        assert self._remote is not None
+        with self._lock:
+            self._in_flight += 1
+        try:
+            jobid = self._flux_job.JobID(self._remote.submit(submission.jobspec.dumps(),
+                                                             submission.urgency))
+            with self._lock:
+                self._register(job, jobid)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+                if not self._in_flight:
+                    self._unclaimed.clear()
+
+    def _register(self, job: Job, jobid: Any) -> None:
+        """Follow a job just submitted (caller holds ``_lock``: its statuses are reported
+        in order), with any of its events that came first."""
+        job.bind(self, jobid.f58)
+        jobs, events = self._jobs[int(jobid)] = ([job], self._job_events(jobid.f58))
+        self._watcher.follow(int(jobid))
+        self._set_job_status(job, JobStatus(JobState.QUEUED, metadata={"native_state": "NEW"}))
+        for early in self._unclaimed.pop(int(jobid), ()):
+            if int(jobid) in self._jobs:  # (not if an early event ended it)
+                self._apply(jobs, events, int(jobid), self._handle, *early)
 
     def cancel(self, job: Job) -> None:
         native_id = job.native_id
@@ -189,8 +258,10 @@ class FluxJobExecutor(JobExecutor):
     def list(self) -> list[str]:
         with self._lock:
             try:
+                # over ssh, the remote user's (the bindings take a uid as a str)
+                user = self._remote.userid if self._remote is not None else None
                 jobs = self._request(lambda h: self._flux_job.JobList(
-                    h, filters=["pending", "running"]).jobs(), idempotent=True)
+                    h, filters=["pending", "running"], user=user).jobs(), idempotent=True)
             except OSError as e:
                 raise SubmitException(f"Flux job-list failed: {e}", e, transient=True) from e
         return [self._flux_job.JobID(info.id).f58 for info in jobs]
@@ -282,6 +353,11 @@ class FluxJobExecutor(JobExecutor):
 
     def _close(self) -> None:
         self._watcher_finalizer()
+        self._close_remote()
+
+    def _close_remote(self) -> None:
+        if self._remote is not None:
+            self._remote_finalizer()
 
     def _on_event(self, event: Any, handle: Any) -> None:
         """Watcher thread: one event, for any job of any client."""
@@ -292,6 +368,9 @@ class FluxJobExecutor(JobExecutor):
                 jobs, events = entry
                 self._apply(jobs, events, jobid, handle, event.name, event.timestamp,
                             event.context or {}, getattr(event, "R", None))
+            elif self._in_flight:  # perhaps a job whose submit has not returned yet
+                self._unclaimed.setdefault(jobid, []).append(
+                    (event.name, event.timestamp, event.context or {}, getattr(event, "R", None)))
 
     def _on_missing(self, jobids: Sequence[int], handle: Any) -> None:
         """Watcher thread: followed jobs whose events the watcher did not get where it

@@ -46,6 +46,7 @@ class PilotConfig(JobExecutorConfig):
     start_timeout: float = 300.0
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not isinstance(self.backend, str) or self.backend.lower() in ("pilot", "flux"):
             raise ValueError(f"PilotConfig.backend: a batch executor's name "
                              f"('slurm', 'pbs'), not {self.backend!r}")

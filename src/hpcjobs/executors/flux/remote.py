@@ -1,0 +1,202 @@
+"""A Flux instance on another host, reached over ssh (``url='ssh://host[/socket]'``).
+
+Everything but a submit goes through flux-core's bindings, as for a local instance, on
+a handle whose ``local://`` socket is a :class:`~hpcjobs.remote.tunnel.StdioTunnel`:
+each connection to it is an ssh session (through one multiplexed master) running
+``flux relay <socket>`` on the remote host, so the instance sees the remote user,
+as if the program ran there. Submits run ``flux job submit`` on the remote host
+instead: flux-core signs a jobspec with the uid of the process that submits it, and
+the instance refuses a signer that is not the user it talks to (the local uid means
+nothing there; a system instance wants a MUNGE credential of that host).
+
+When the executor is made, one round trip surveys the host (``_SURVEY``): it finds
+``flux`` and the instance's socket, says who the user is, where their home is and
+what environment a login gets, and writes the package's files the jobs read
+(ranks.sh, cwd.lua, the launchers' scripts: ``jobspec.SHIPPED``) under
+``~/.hpcjobs/flux/<digest>/`` there, in the package's layout (they find each other by
+relative paths), named by content so that versions side by side never clash. Anything missing is a clear error then, not later.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+from typing import Any, Optional
+
+from ...errors import InvalidJobException, SubmitException
+from ...remote.errors import RemoteCommandError, SshConnectionLost, SshError
+from ...remote.ops import MakeDirs, Op, Result, Run, WriteFile
+from ...remote.ssh import SshConnection
+from ...remote.tunnel import StdioTunnel, plain_words
+from ...remote.url import SshTarget
+from .config import FluxConfig
+from .jobspec import SHIPPED, FluxSite, shipped_name
+
+__all__ = ["RemoteFlux"]
+
+log = logging.getLogger(__name__)
+
+#: run with ``sh -c`` on the remote host, arguments: the flux command ('' to look for
+#: it) and the socket ('' for the system instance). Prints the uid, the directory a
+#: login starts in, the flux command and the socket, one a line.
+_SURVEY = r"""
+flux=$1 sock=$2
+if [ -z "$flux" ]; then
+  # flux-core's rundir of an instance has a bin/flux beside its socket
+  if [ -n "$sock" ] && [ -x "${sock%/*}/bin/flux" ]; then flux=${sock%/*}/bin/flux
+  else flux=flux; fi
+fi
+case $flux in
+  */*) [ -x "$flux" ] || { echo "$flux is not an executable file" >&2; exit 127; } ;;
+  *) flux=$(command -v "$flux") ||
+       { echo "there is no flux command on the PATH ($PATH)" >&2; exit 127; } ;;
+esac
+if [ -z "$sock" ]; then
+  rundir=$("$flux" config builtin rundir) || exit 3
+  sock=$rundir/local
+fi
+[ -S "$sock" ] || { echo "no Flux instance there: $sock is not a socket" >&2; exit 4; }
+id -u && pwd && printf '%s\n%s\n' "$flux" "$sock"
+"""
+#: the login's environment, NUL-separated (GNU, BusyBox), else one variable a line
+_ENVIRONMENT = "env -0 2>/dev/null || env"
+#: the survey's exit codes: the flux command is missing; no instance at the socket
+_NO_FLUX, _NO_INSTANCE = 127, 4
+
+
+class RemoteFlux:
+    """The remote host of one executor: its ssh connection, its site (the
+    :class:`FluxSite` jobspecs are built for), submits and the relay tunnel."""
+
+    def __init__(self, target: SshTarget, config: FluxConfig, name: str) -> None:
+        self.target = target
+        # a relay that logged in but never answers (a frozen broker there) would block
+        # flux.Flux() for ever: its session is ended after this long
+        self.answer_timeout = config.connect_timeout * 2 + 5
+        self.connection = SshConnection(target, config.ssh_options,
+                                        connect_timeout=config.connect_timeout)
+        try:
+            flux = config.flux_command or os.environ.get("FLUX_SSH_RCMD") or ""
+            if flux:
+                plain_words([flux], f"the flux command for {target}")
+            self.site, self.userid, self.socket = self._survey(flux, target.path or "")
+            self.tunnel = StdioTunnel(self.connection, [self.site.flux, "relay", self.socket],
+                                      f"{name}-tunnel")
+        except BaseException:
+            self.connection.close()
+            raise
+
+    def _survey(self, flux: str, socket: str) -> tuple[FluxSite, str, str]:
+        files = {shipped_name(path): path.read_bytes() for path in SHIPPED}
+        digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
+        folder = f".hpcjobs/flux/{digest}"  # (relative: to the home a login starts in)
+        ops: list[Op] = [Run(["sh", "-c", _SURVEY, "sh", flux, socket]), Run(["sh", "-c", _ENVIRONMENT])]
+        for name in sorted({os.path.dirname(name) for name in files}):
+            ops.append(MakeDirs(f"{folder}/{name}", 0o700))
+        ops += [WriteFile(f"{folder}/{name}", data, 0o644) for name, data in files.items()]
+        results = self.connection.batch(ops, timeout=60, retry=True, guard=1)
+        survey = results[0]
+        if not survey.ok:
+            raise self._survey_error(survey, socket)
+        for result in results[2:]:  # the shell files written
+            result.check(str(self.target))
+        lines = survey.text.splitlines()
+        if len(lines) != 4:
+            raise SubmitException(f"{self.target}: unexpected answer from the remote "
+                                  f"host's shell: {survey.text[-500:]!r}")
+        userid, home, flux_path, socket_path = lines
+        plain_words([flux_path, socket_path], f"the Flux instance at {self.target}")
+        environ = _environment(results[1])
+        site = FluxSite(environ, environ.get("HOME", home), home, flux_path,
+                        f"{home}/{folder}")
+        log.debug("Flux at %s: %s, socket %s, uid %s", self.target, flux_path,
+                  socket_path, userid)
+        return site, userid, socket_path
+
+    def _survey_error(self, survey: Result, socket: str) -> SubmitException:
+        said = survey.stderr.decode("utf-8", "replace").strip()[-1000:]
+        if survey.returncode == _NO_FLUX:
+            return RemoteCommandError(
+                f"{self.target}: no flux command on the remote host ({said}); set "
+                "FluxConfig.flux_command (or $FLUX_SSH_RCMD) to its path there", survey)
+        if survey.returncode == _NO_INSTANCE:
+            where = ("the system instance's socket" if not socket
+                     else "the URL's path")
+            return RemoteCommandError(
+                f"{self.target}: {said} ({where}; on the remote host, 'flux uri --local "
+                "$FLUX_URI' inside the instance prints its socket)", survey)
+        return RemoteCommandError(f"{self.target}: surveying the Flux instance failed "
+                                  f"(exit {survey.returncode}): {said}", survey)
+
+    # -- what the executor calls ---------------------------------------------------------
+    def connect(self, flux: Any) -> Any:
+        """A new handle on the remote instance (``flux`` is the bindings' module);
+        ConnectionError saying why if there is none."""
+        try:
+            self.connection.open()
+            answered = threading.Event()
+            since = time.monotonic()
+
+            def watchdog() -> None:
+                if not answered.wait(self.answer_timeout):
+                    self.tunnel.end_sessions_since(since, (
+                        f"flux relay {self.socket} did not answer within "
+                        f"{self.answer_timeout:.0f} s (the instance there does not respond)"))
+
+            threading.Thread(target=watchdog, name=f"{self.tunnel.name}-watchdog",
+                             daemon=True).start()
+            try:
+                return flux.Flux(f"local://{self.tunnel.path}")
+            finally:
+                answered.set()
+        except (OSError, SshError) as e:
+            why = self.tunnel.last_error() or str(e)
+            raise ConnectionError(f"cannot connect to the Flux instance at {self.target} "
+                                  f"({self.socket}): {why}") from e
+
+    def submit(self, jobspec: str, urgency: int) -> str:
+        """Submit with ``flux job submit`` on the remote host; the job's id as printed.
+        InvalidJobException when Flux refuses the job, SubmitException otherwise."""
+        argv = ["env", f"FLUX_URI=local://{self.socket}", self.site.flux, "job", "submit",
+                f"--urgency={urgency}"]
+        try:
+            result = self.connection.run(argv, input=jobspec.encode(), timeout=120)
+        except SshConnectionLost as e:
+            if not e.completed:
+                raise SubmitException(
+                    f"the connection to {self.target} broke while submitting ({e}): the "
+                    "job may have been submitted or not ('flux jobs' there lists it)", e,
+                    transient=True) from e
+            result = e.completed[0]
+        if result.ok:
+            return result.text.strip()
+        said = result.stderr.decode("utf-8", "replace").strip()[-1000:]
+        if result.missing or result.returncode != 1 or "flux_open" in said:
+            raise SubmitException(f"Flux at {self.target} did not take the job: {said}",
+                                  transient=True)
+        # flux-job exits 1 with job-ingest's reason for a job it refuses
+        raise InvalidJobException(f"Flux rejected the job: {said.removeprefix('flux-job: ')}")
+
+    def close(self) -> None:
+        """End the relay sessions and the master connection. Idempotent."""
+        tunnel: Optional[StdioTunnel] = getattr(self, "tunnel", None)
+        if tunnel is not None:
+            tunnel.close()
+        self.connection.close()
+
+
+def _environment(result: Result) -> dict[str, str]:
+    """The remote login's environment from ``_ENVIRONMENT`` (what a job that inherits
+    it gets, as one submitted there would). Without ``env -0``, a value holding a
+    newline comes out cut at it."""
+    result.check("the remote host")
+    env: dict[str, str] = {}
+    separator = b"\0" if b"\0" in result.stdout else b"\n"
+    for entry in result.stdout.split(separator):
+        name, sep, value = entry.partition(b"=")
+        if sep and name:
+            env[os.fsdecode(name)] = os.fsdecode(value)
+    return env

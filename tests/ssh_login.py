@@ -1,0 +1,65 @@
+"""The test login node: the OpenSSH server scripts/sshd.sh starts on a loopback port,
+found through the variables its ``up`` prints (``HPCJOBS_TEST_SSH_*``). Without them
+the tests that need it skip; under CI=true they fail. Shared by the tests of the ssh
+layer (tests/remote) and of the executors over ssh (tests/flux)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from hpcjobs.remote import SshConnection, SshTarget
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+@dataclass(frozen=True)
+class Login:
+    """The test login node: the host alias its client config defines, that config,
+    the remote user (not this one) and the server's files."""
+
+    host: str
+    config: Path
+    user: str
+    port: int
+    dir: Path
+
+    def connection(self, config: Path | None = None) -> SshConnection:
+        return SshConnection(SshTarget(self.host), ["-F", str(config or self.config)],
+                             connect_timeout=10)
+
+    def config_with(self, tmp_path: Path, **changes: str) -> Path:
+        """A copy of the client config with some options changed (e.g. another key)."""
+        lines = []
+        for line in self.config.read_text().splitlines():
+            key = line.strip().split(" ", 1)[0]
+            lines.append(f"  {key} {changes[key]}" if key in changes else line)
+        path = tmp_path / "ssh_config"
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+
+def find_login() -> Login:
+    """The login node, or a skip (a failure under CI=true) saying why there is none."""
+    names = ("HOST", "CONFIG", "USER", "PORT", "DIR")
+    env = {n: os.environ.get(f"HPCJOBS_TEST_SSH_{n}") for n in names}
+    why = None
+    if None in env.values() or shutil.which("ssh") is None:
+        why = "no test login node: eval \"$(scripts/sshd.sh up)\" (as root) starts one"
+    else:
+        probe = subprocess.run(["ssh", "-F", str(env["CONFIG"]), "-o", "BatchMode=yes",
+                                "-o", "ConnectTimeout=10", str(env["HOST"]), "true"],
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        if probe.returncode != 0:
+            why = f"the test login node does not answer: {probe.stderr.decode()[-500:]}"
+    if why is not None:
+        if IN_CI:
+            pytest.fail(why + " (needed under CI=true)")
+        pytest.skip(why)
+    return Login(str(env["HOST"]), Path(str(env["CONFIG"])), str(env["USER"]),
+                 int(str(env["PORT"])), Path(str(env["DIR"])))
