@@ -143,7 +143,7 @@ class JobExecutor(ABC):
         if not (isinstance(cls, type) and issubclass(cls, JobExecutor)):
             raise ExecutorNotFoundError(f"plugin {name!r} is not a JobExecutor: {cls!r}")
         plugins.check_version("executor", name, cls.version_string, version_constraint)
-        return cls(url=url, config=config)
+        return cls.serving(url)(url=url, config=config)
 
     @staticmethod
     def get_executor_names() -> Set[str]:
@@ -355,6 +355,12 @@ class JobExecutor(ABC):
             raise InvalidJobException(f"JobSpec.{field}: executor {self.name!r} does not "
                                       "stage files yet; nothing was submitted")
         self._validate(spec)
+
+    @classmethod
+    def serving(cls, url: Optional[str]) -> type["JobExecutor"]:
+        """The class :meth:`get_instance` makes for ``url``: this one, unless a backend
+        serves some URLs with another (``local`` over ``ssh://``: executors/shell)."""
+        return cls
 
     def _check_url(self, url: str) -> None:
         """Hook: raise ValueError, naming the URL and this executor, for a URL it cannot

@@ -293,6 +293,14 @@ def test_the_same_commands_drive_slurm(cli: Cli, tmp_path: Path) -> None:
 
 def test_a_url_the_executor_cannot_serve_is_refused(cli: Cli, tmp_path: Path) -> None:
     marker = tmp_path / "ran"
-    p = cli("run", "--url", "ssh://login.example.org", "/usr/bin/touch", str(marker))
+    p = cli("run", "--url", "http://login.example.org", "/usr/bin/touch", str(marker))
     assert p.returncode != 0 and not marker.exists()
-    assert "'ssh://login.example.org'" in p.stderr and "executor 'local'" in p.stderr
+    assert "'http://login.example.org'" in p.stderr and "executor 'local'" in p.stderr
+
+
+def test_an_unreachable_url_is_never_this_machine(cli: Cli, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    p = cli("run", "--url", "ssh://login.invalid", "--config",
+            'ssh_options=["-o", "ConnectTimeout=5"]', "/usr/bin/touch", str(marker))
+    assert p.returncode == 125 and not marker.exists()
+    assert "cannot connect to ssh://login.invalid" in p.stderr

@@ -1,5 +1,6 @@
-"""The batch executors over ``ssh://``: Slurm and OpenPBS reached through the test login
-node (scripts/sshd.sh), where jobs run as its user ``hpcjobs-remote``, not as the user
+"""The batch executors over ``ssh://``: Slurm, OpenPBS and the local executor's shell
+backend (executors/shell) reached through the test login node (scripts/sshd.sh), where
+jobs run as its user ``hpcjobs-remote``, not as the user
 running these tests. What the conformance suite's ``*_ssh`` providers cannot see from
 here: the job's own output (read back over ssh), hostile strings through two shells,
 the connection killed while jobs run, and the errors of a host that cannot serve."""
@@ -31,7 +32,7 @@ HOSTILE = "it's \"q\" $HOME `id` $(id) \\ ; & | * ~ %j é\tx\nline2 \udcff"
 PRINT = 'for a in "$@"; do printf "%s\\0" "$a"; done; printf "%s\\0" "$V"; id -un'
 
 BACKENDS = [pytest.param("slurm", marks=pytest.mark.slurm),
-            pytest.param("pbs", marks=pytest.mark.pbs)]
+            pytest.param("pbs", marks=pytest.mark.pbs), "local"]
 pytestmark = pytest.mark.remote
 
 
@@ -186,3 +187,25 @@ def test_the_cli_runs_and_follows_jobs_over_ssh(login: Login, remote_dir: str,
     assert native_id in cli("list").stdout.split()
     p = cli("cancel", native_id)
     assert p.returncode == 0 and p.stdout.startswith(f"{native_id} CANCELED"), p
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_burst_of_distinct_jobs_is_one_round_trip(name: str, login: Login, remote_dir: str) -> None:
+    _require(name)
+    from datetime import timedelta
+    from hpcjobs import JobAttributes
+    with executor(name, login, remote_dir) as ex:
+        ex.submit(Job(JobSpec("/bin/true")))  # (the work directory and launchers made)
+        # distinct walltimes: no two can share an array, every job has its own submit
+        jobs = [Job(JobSpec("/bin/sh", ["-c", f"exit {i}"], attributes=JobAttributes(
+            duration=timedelta(minutes=10 + i)))) for i in range(20)]
+        connection = ex.host.connection  # type: ignore[attr-defined]
+        before = connection.round_trips
+        ex.submit_many(jobs)
+        trips = connection.round_trips - before
+        statuses = [job.wait(timeout=WAIT) for job in jobs]
+    # one for the burst; the monitor's status ticks meanwhile (each one round trip, four a
+    # second) may add a few, never one per job
+    assert trips <= 5, trips
+    assert len({job.native_id for job in jobs}) == len(jobs)
+    assert [s.exit_code if s else None for s in statuses] == list(range(20))

@@ -16,14 +16,14 @@ import hashlib
 import logging
 import os
 import threading
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence, Union
 
 from ..errors import CommandError
 from ..executors.batch.host import FileData, Host
 from ..external import CommandResult
 from ..launchers.base import SCRIPTS
 from ..private import DIR_MODE, FILE_MODE
-from .errors import SshError
+from .errors import SshConnectionLost, SshError
 from .ops import ListDir, MakeDirs, Op, Remove, Result, Run, StatRead, StatReadMany, WriteFile
 from .ssh import SshConnection
 
@@ -161,14 +161,42 @@ class SshHost(Host):
         try:
             r = self._send([Run(args)], timeout, meanwhile)[0]
         except SshError as e:  # (the batch machinery handles CommandErrors of its commands)
-            raise CommandError(args, None, "", e.stderr,
-                               reason=f"could not be run: {e.message}") from e
+            raise _unsent(args, e) from e
+        outcome = self._outcome(args, r, check)
+        if isinstance(outcome, CommandError):
+            raise outcome
+        return outcome
+
+    batches_commands = True
+
+    def run_many(self, argvs: Sequence[Sequence[str]], *, timeout: float
+                 ) -> list[Union[CommandResult, CommandError]]:
+        """Run the commands there one after the other in ONE round trip (after the
+        queued changes): each one's result, or its CommandError. If the connection
+        breaks, the commands whose results did not come back get a CommandError
+        without an exit code (they may or may not have run)."""
+        args = [[str(a) for a in argv] for argv in argvs]
+        if not args:
+            return []
+        lost: Optional[SshError] = None
+        try:
+            results = self._send([Run(a) for a in args], timeout)
+        except SshConnectionLost as e:
+            results, lost = list(e.completed), e
+        except SshError as e:
+            results, lost = [], e
+        outcomes: list[Union[CommandResult, CommandError]] = [
+            self._outcome(a, r, True) for a, r in zip(args, results)]
+        assert lost is not None or len(outcomes) == len(args)
+        return outcomes + [_unsent(a, lost) for a in args[len(outcomes):] if lost is not None]
+
+    def _outcome(self, args: list[str], r: Result, check: bool) -> Union[CommandResult, CommandError]:
         out, err = r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
-        where = str(self.connection.target)
         if r.missing:
-            raise CommandError(args, None, out, err, reason=f"could not be run: not found on {where}")
+            return CommandError(args, None, out, err,
+                                reason=f"could not be run: not found on {self.where}")
         if check and r.returncode != 0:
-            raise CommandError(args, r.returncode, out, err)
+            return CommandError(args, r.returncode, out, err)
         return CommandResult(args, r.returncode, out, err)
 
     def read_files(self, paths: Sequence[str], offsets: Optional[Sequence[int]] = None,
@@ -211,16 +239,25 @@ class SshHost(Host):
         """The queued changes, then ``ops``, in one round trip: the results of ``ops``.
         A failed change raises RemoteFileError, and nothing after it was run."""
         with self._lock:
-            if not self._queued:  # (nothing it waits for: it may overtake one in flight)
-                return self.connection.batch(ops, timeout=timeout, meanwhile=meanwhile)
+            carries_changes = bool(self._queued)
+        if not carries_changes:
+            # after the changes in flight (a read sees what was written before it), then
+            # side by side with other reads
+            with self._order:
+                pass
+            return self.connection.batch(ops, timeout=timeout, meanwhile=meanwhile)
         # Changes go in the order they were made: a round trip carrying some holds
         # _order until it is back, so the next one's changes (say, a rename of the
         # directory the first one makes) cannot reach the host before them
         with self._order:
             with self._lock:
                 queued, self._queued = self._queued, []
-            results = self.connection.batch([*queued, *ops], timeout=timeout,
-                                            meanwhile=meanwhile, guard=len(queued))
+            try:
+                results = self.connection.batch([*queued, *ops], timeout=timeout,
+                                                meanwhile=meanwhile, guard=len(queued))
+            except SshConnectionLost as e:
+                e.completed = e.completed[len(queued):]  # (those of ``ops`` only)
+                raise
         for r in results[:len(queued)]:
             if not r.ok:
                 raise _failed(r, self.connection)
@@ -244,6 +281,11 @@ def connect(url: str, options: Sequence[str] = ()) -> SshHost:
         CONNECTIONS.release(connection)
         raise
     return host
+
+
+def _unsent(args: list[str], e: SshError) -> CommandError:
+    """The CommandError of a command the connection did not carry (or not back)."""
+    return CommandError(args, None, "", e.stderr, reason=f"could not be run: {e.message}")
 
 
 def _failed(r: Result, connection: SshConnection) -> RemoteFileError:

@@ -21,6 +21,7 @@ from typing import Any, Callable, ClassVar, Hashable, Iterable, List, Mapping, O
 from ...errors import (BulkSubmitException, CommandError, InvalidJobException,
                       InvalidJobStateError, SubmitException)
 from ...executor import JobExecutor, JobExecutorConfig
+from ...external import CommandResult
 from ...job import Job
 from ...launchers.base import Launcher, ScriptLauncher, job_argv
 from ...spec import JobSpec
@@ -172,42 +173,85 @@ class BatchSchedulerExecutor(JobExecutor):
         for item in batch:
             groups.setdefault(item.group_key() if len(batch) > 1 else id(item), []).append(item)
         limit = 0
+        lone: list[Staged] = []
         try:
             for members in groups.values():
                 if len(members) > 1 and not limit:
                     limit = self._array_limit()
                 for part in chunks(members, limit or 1):
                     if len(part) == 1:
-                        self._send_alone(part[0])
+                        lone.append(part[0])
                     else:
                         self._send_array(part)
+            if len(lone) > 1 and self.host.batches_commands:
+                self._send_together(lone)
+            else:
+                for item in lone:
+                    self._send_alone(item)
         finally:  # (an interruption) never leave an item unanswered
             for item in batch:
                 if not item.done:
                     self._reject(item, SubmitException(f"job {item.job.id} was not submitted"))
 
     def _send_alone(self, item: Staged, hold: bool = False) -> None:
+        argv = self._prepare_alone(item)
+        if argv is None:
+            return
+        if hold:  # (after the program: an option, before the script)
+            argv = [argv[0], str(self.scheduler.hold_submit_option), *argv[1:]]
+        try:
+            native_id = self._run_submit(item.job_dir, argv, meanwhile=self._make_spare)
+        except BaseException as e:
+            self._fail_alone(item, e)
+            return
+        self._accept_alone(item, native_id)
+
+    def _send_together(self, items: Sequence[Staged]) -> None:
+        """Submit lone jobs over a host that batches commands: every job's files and
+        then all the submit commands in one round trip, one command per job."""
+        ready = [(item, argv) for item in items
+                 if (argv := self._prepare_alone(item)) is not None]
+        timeout = self.config.command_timeout + len(ready)  # (one deadline for all)
+        try:
+            outcomes = self.host.run_many([argv for _, argv in ready], timeout=timeout)
+        except OSError as e:  # (a job directory could not be made: no command ran)
+            for item, _ in ready:
+                self._fail_alone(item, e)
+            return
+        for (item, _), outcome in zip(ready, outcomes):
+            try:
+                native_id = self._submit_outcome(item.job_dir, outcome)
+            except BaseException as e:
+                self._fail_alone(item, e)
+                continue
+            self._accept_alone(item, native_id)
+
+    def _prepare_alone(self, item: Staged) -> Optional[List[str]]:
+        """Make ``item``'s directory and files: its submit command, or None when it
+        was rejected."""
         try:
             item.job_dir = self._new_job_dir(item.job.id)
         except OSError as e:
             self._reject(item, _submit_error(self.name, e))
-            return
+            return None
         try:
             item.job_dir.write_script(item.script)
             if self._captures_environment(item.job.spec):
                 item.job_dir.write_environment(self._capture_environment())
             else:
                 item.job_dir.drop_environment()
-            argv = self.scheduler.submit_command(item.job_dir)
-            if hold:  # (after the program: an option, before the script)
-                argv = [argv[0], str(self.scheduler.hold_submit_option), *argv[1:]]
-            native_id = self._run_submit(item.job_dir, argv, meanwhile=self._make_spare)
+            return self.scheduler.submit_command(item.job_dir)
         except BaseException as e:
-            item.job_dir.remove()
-            if not isinstance(e, Exception):
-                raise  # (an interruption: the round's finally answers the job)
-            self._reject(item, _submit_error(self.name, e))
-            return
+            self._fail_alone(item, e)
+            return None
+
+    def _fail_alone(self, item: Staged, e: BaseException) -> None:
+        item.job_dir.remove()
+        if not isinstance(e, Exception):
+            raise e  # (an interruption: the round's finally answers the job)
+        self._reject(item, _submit_error(self.name, e))
+
+    def _accept_alone(self, item: Staged, native_id: str) -> None:
         log.info("job %s submitted to %s as %s", item.job.id, self.name, native_id)
         linked = self.scheduler.links_at_submit
         if linked:
@@ -479,9 +523,16 @@ class BatchSchedulerExecutor(JobExecutor):
     def _run_submit(self, job_dir: JobDir, argv: List[str],
                     meanwhile: Optional[Callable[[], None]] = None) -> str:
         try:
-            result = self.host.run(argv, timeout=self.config.command_timeout,
-                                   meanwhile=meanwhile)
+            result: Union[CommandResult, CommandError] = self.host.run(
+                argv, timeout=self.config.command_timeout, meanwhile=meanwhile)
         except CommandError as e:
+            result = e
+        return self._submit_outcome(job_dir, result)
+
+    def _submit_outcome(self, job_dir: JobDir, outcome: Union[CommandResult, CommandError]) -> str:
+        """The native id a submit command's outcome gives; SubmitException if none."""
+        if isinstance(outcome, CommandError):
+            e = outcome
             # a submit command that timed out may have submitted the job all the same:
             # never leave it running unknown to us
             native_id = self._submitted_anyway(job_dir, e) if e.returncode is None else None
@@ -495,10 +546,10 @@ class BatchSchedulerExecutor(JobExecutor):
                                   f"{(e.stderr or e.stdout or e.reason).strip()}",
                                   e, transient=transient) from e
         try:
-            return self.scheduler.parse_submit(result.stdout)
+            return self.scheduler.parse_submit(outcome.stdout)
         except ValueError as e:
-            raise SubmitException(f"no job id in the output of {result.argv!r}: "
-                                  f"{result.stdout!r}", e) from e
+            raise SubmitException(f"no job id in the output of {outcome.argv!r}: "
+                                  f"{outcome.stdout!r}", e) from e
 
     # ===================================================================== closing
     def _validate(self, spec: JobSpec) -> None:

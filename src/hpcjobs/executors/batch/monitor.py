@@ -477,6 +477,13 @@ class StatusMonitor:
             if retention is None:
                 retention = self.scheduler.retention()
             record = t.record
+            if record is not None and t.cancelled and \
+                    (t.asked_accounting or self.scheduler.has_accounting is False):
+                # this client cancelled it, and the script recorded its end: nothing else
+                # will say more (a scheduler without history, as the remote shell)
+                gone = NativeStatus(t.native_id, "gone", None)
+                self._report(t, self._final_status(t, gone), ran=True)
+                continue
             if record is not None and record.caught is None and \
                     (t.asked_accounting or self.scheduler.has_accounting is False):
                 # killed by a signal, and neither the queue nor accounting says why

@@ -74,6 +74,16 @@ class _Threads:
 class LocalJobExecutor(JobExecutor):
     """Runs jobs as local processes (see the module docstring)."""
 
+    @classmethod
+    def serving(cls, url: Optional[str]) -> type[JobExecutor]:
+        """An ``ssh://`` URL is served by the shell backend (executors/shell): the jobs
+        run on that host, started by its shell."""
+        from ...remote.url import is_ssh_url
+        if url is not None and isinstance(url, str) and is_ssh_url(url):
+            from ..shell import ShellExecutor
+            return ShellExecutor
+        return cls
+
     # (``list`` below shadows the builtin in this class body: annotations use List)
     name = "local"
     config_class = LocalJobExecutorConfig

@@ -1,0 +1,127 @@
+"""Benchmark: the Slurm executor over ``ssh://`` against the same executor on the host.
+
+Needs the real Slurm (scripts/slurm-cluster.sh) and the test login node
+(``eval "$(scripts/sshd.sh up)"``: HPCJOBS_TEST_SSH_HOST and HPCJOBS_TEST_SSH_CONFIG), or
+any login node of a Slurm cluster named by those two variables. In the same run, in
+alternating rounds (host, ssh, ssh, host, ...), each figure against its baseline:
+
+* ``burst``: ``--burst`` jobs of one shape in one ``submit_many`` (arrays, docs/arrays.md):
+  jobs per second over ssh and on the host, their ratio (target >= 0.8), and the round
+  trips the burst took over ssh (target <= 3);
+* ``distinct``: ``--distinct`` jobs of as many shapes (walltimes), so that no two share
+  an array: the same figures (target >= 0.7);
+* ``end_to_callback``: ``--follow`` jobs of ``sleep 2`` over ssh: from each job's end
+  (the mtime of the exit file its script writes there) to its final callback here, the
+  median and spread (target <= 1.5 s), and the round trips per second while they run,
+  beside the monitor's ticks per second (target: at most one round trip per tick).
+
+Each round's jobs are cancelled after it (``scancel`` through the same executor). Prints
+one JSON line. The round trips are printed beside the rates, so a WAN figure can be
+read off them: each round trip costs a laptop its distance to the login node.
+
+    .venv/bin/python bench/remote_submit.py [--burst 1000] [--distinct 200] [--follow 20] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import threading
+import time
+from datetime import timedelta
+from typing import Any
+
+from hpcjobs import Job, JobAttributes, JobExecutor, JobSpec, JobStatus
+
+
+def executor(remote: bool) -> JobExecutor:
+    if not remote:
+        return JobExecutor.get_instance("slurm")
+    options = ["-F", os.environ["HPCJOBS_TEST_SSH_CONFIG"]] if "HPCJOBS_TEST_SSH_CONFIG" in os.environ else []
+    return JobExecutor.get_instance("slurm", url=f"ssh://{os.environ['HPCJOBS_TEST_SSH_HOST']}",
+                                    config={"ssh_options": options})
+
+
+def round_trips(ex: JobExecutor) -> int:
+    connection = getattr(getattr(ex, "host"), "connection", None)
+    return int(connection.round_trips) if connection is not None else 0
+
+
+def submit_round(remote: bool, n: int, distinct: bool) -> tuple[float, int]:
+    """Seconds to submit ``n`` jobs in one ``submit_many``, and the round trips it took."""
+    with executor(remote) as ex:
+        jobs = [Job(JobSpec("/bin/true", attributes=JobAttributes(
+            duration=timedelta(minutes=10 + (i if distinct else 0))))) for i in range(n)]
+        before = round_trips(ex)
+        t0 = time.perf_counter()
+        ex.submit_many(jobs)
+        elapsed = time.perf_counter() - t0
+        trips = round_trips(ex) - before
+        ids = sorted({str(j.native_id).split("_")[0] for j in jobs})
+        getattr(ex, "host").run(["scancel", *ids], timeout=120, check=False)
+    return elapsed, trips
+
+
+def follow_round(n: int) -> dict[str, Any]:
+    """End -> final callback over ssh for ``n`` short jobs, and the round trips meanwhile."""
+    from hpcjobs.executors.batch.jobdir import EXIT
+    done: dict[str, float] = {}
+    lock = threading.Lock()
+
+    def callback(job: Job, status: JobStatus) -> None:
+        if status.state.final:
+            with lock:
+                done[job.id] = time.time()
+
+    with executor(True) as ex:
+        ex.set_job_status_callback(callback)
+        jobs = [Job(JobSpec("/bin/sleep", ["2"])) for _ in range(n)]
+        for job in jobs:
+            ex.submit(job)
+        t0, trips0 = time.monotonic(), round_trips(ex)
+        for job in jobs:
+            job.wait(timeout=600)
+        seconds, trips = time.monotonic() - t0, round_trips(ex) - trips0
+        host = getattr(ex, "host")
+        ends = host.read_files([f"{ex.work_directory}/{job.id}/{EXIT}" for job in jobs])
+        latencies = [done[job.id] - found.mtime for job, found in zip(jobs, ends)
+                     if found is not None and job.id in done]
+        ticks = 1 / float(getattr(ex, "config").file_poll_interval)
+    return {"jobs": n, "ended_seen": len(latencies),
+            "median_s": round(statistics.median(latencies), 3),
+            "min_s": round(min(latencies), 3), "max_s": round(max(latencies), 3),
+            "round_trips_per_s": round(trips / seconds, 2), "monitor_ticks_per_s": ticks}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--burst", type=int, default=1000)
+    parser.add_argument("--distinct", type=int, default=200)
+    parser.add_argument("--follow", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=2, help="pairs of alternated rounds")
+    args = parser.parse_args()
+    result: dict[str, Any] = {"bench": "remote_submit"}
+    for kind, n in (("burst", args.burst), ("distinct", args.distinct)):
+        rates: dict[bool, list[float]] = {False: [], True: []}
+        trips: list[int] = []
+        for r in range(args.rounds):
+            for remote in ((False, True) if r % 2 == 0 else (True, False)):
+                elapsed, t = submit_round(remote, n, kind == "distinct")
+                rates[remote].append(n / elapsed)
+                if remote:
+                    trips.append(t)
+        host_rate, ssh_rate = statistics.median(rates[False]), statistics.median(rates[True])
+        result[kind] = {"jobs": n, "host_jobs_per_s": [round(x, 1) for x in rates[False]],
+                        "ssh_jobs_per_s": [round(x, 1) for x in rates[True]],
+                        "ratio": round(ssh_rate / host_rate, 2),
+                        "ratio_spread": [round(min(rates[True]) / max(rates[False]), 2),
+                                         round(max(rates[True]) / min(rates[False]), 2)],
+                        "ssh_round_trips": trips}
+    result["end_to_callback"] = follow_round(args.follow)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
