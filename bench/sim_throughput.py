@@ -8,7 +8,11 @@ median of the rounds), the CPU seconds of the simulator and of the decision proc
 (steadier than wall time on a busy machine), the simulator's peak RSS,
 and, as the baseline measured in the same run, the bare JSON/ZeroMQ round-trip rate
 between two processes of this machine (the floor no simulator over this protocol can
-beat). When a real ``batsim`` is at hand (PATH, or ``--batsim PROGRAM``; ``--batsim ''``
+beat). Over ZeroMQ, each round also runs a null peer in the simulator's place: a process
+that only sends the simulator's requests of that run, recorded beforehand, byte for byte,
+and takes the replies, to the same decision process (``null_peer_jobs_per_s``; the
+simulator's rate over it, paired by round, is ``ratio_to_null_peer``: what the
+simulator's own work costs; target >= 0.8). When a real ``batsim`` is at hand (PATH, or ``--batsim PROGRAM``; ``--batsim ''``
 skips it), the same workload also runs on it in the same run, driven by the same decision
 process over JSON, and one more line (protocol ``batsim-4.2.1``) gives its figures and
 hpcjobs.sim's speed-up and memory share against it (targets: >= 5x its jobs/s, <= 40 %
@@ -31,10 +35,12 @@ import resource
 import shutil
 import statistics
 import subprocess
+import struct
 import sys
 import tempfile
 import time
 from collections import deque
+from typing import Callable
 
 import zmq
 
@@ -53,6 +59,21 @@ TARGET_PEAK_MB = 200.0
 #: at most this share of its peak memory
 TARGET_SPEEDUP_VS_BATSIM = 5.0
 TARGET_RSS_SHARE_VS_BATSIM = 0.4
+#: the simulator's rate over a null peer's, same decision process and messages
+TARGET_RATIO_TO_NULL_PEER = 0.8
+
+#: the null peer: sends the recorded requests (a file of 4-byte big-endian lengths and
+#: messages) one by one over REQ, takes each reply, and reads nothing in it
+NULL_PEER = """import struct, sys, zmq
+data = open(sys.argv[2], "rb").read()
+ctx = zmq.Context(); sock = ctx.socket(zmq.REQ); sock.connect(sys.argv[1])
+at = 0
+while at < len(data):
+    (size,) = struct.unpack_from(">I", data, at)
+    sock.send(data[at + 4:at + 4 + size]); sock.recv()
+    at += 4 + size
+sock.close(linger=0); ctx.term()
+"""
 
 
 def arrival_rate(nb_hosts: int) -> float:
@@ -130,6 +151,63 @@ def fcfs(endpoint: Endpoint, hello: bool) -> int:
             decisions.append(execute_job(now, job_id, " ".join(map(str, alloc))))
         endpoint.send(Message(now, decisions))
         msg = endpoint.receive(_alive)
+
+
+class Recording:
+    """An endpoint that keeps every request it receives, encoded again by ``codec``
+    (the simulator's own encoder), for the null peer to send."""
+
+    def __init__(self, endpoint: Endpoint, protocol: str) -> None:
+        self.endpoint = endpoint
+        self.encode = get_codec(protocol).encode
+        self.requests: list[bytes] = []
+
+    def receive(self, alive: Callable[[], None]) -> Message:
+        message = self.endpoint.receive(alive)
+        self.requests.append(self.encode(message))
+        return message
+
+    def send(self, message: Message) -> None:
+        self.endpoint.send(message)
+
+    def close(self) -> None:
+        self.endpoint.close()
+
+
+def record_requests(protocol: str, platform: str, workload: str, folder: str,
+                    env: "dict[str, str] | None") -> str:
+    """Run the workload once on hpcjobs.sim (not timed), keeping the simulator's
+    requests; the file the null peer sends them from."""
+    where = f"ipc://{folder}/record-{protocol}.sock"
+    channel = Recording(open_endpoint(protocol, where, None, 30.0), protocol)
+    sim = subprocess.Popen([sys.executable, "-m", "hpcjobs.sim", "--protocol", protocol, "-p", platform,
+                            "-w", workload, "-s", where, "-e", os.path.join(folder, f"record-{protocol}"), "-q"],
+                           env=env)
+    fcfs(channel, get_codec(protocol).hello)
+    if sim.wait() != 0:
+        raise RuntimeError(f"hpcjobs.sim failed recording the {protocol} requests")
+    channel.close()
+    path = os.path.join(folder, f"requests-{protocol}.bin")
+    with open(path, "wb") as out:
+        for request in channel.requests:
+            out.write(struct.pack(">I", len(request)) + request)
+    return path
+
+
+def run_null_peer(protocol: str, requests: str, folder: str, nb_jobs: int) -> float:
+    """The same decision process against the null peer; jobs per wall-clock second
+    (timed as :func:`run` times the simulator: start to the peer's exit)."""
+    where = f"ipc://{folder}/null-{protocol}.sock"
+    start = time.perf_counter()
+    channel = open_endpoint(protocol, where, None, 30.0)
+    peer = subprocess.Popen([sys.executable, "-c", NULL_PEER, where, requests])
+    fcfs(channel, get_codec(protocol).hello)
+    code = peer.wait()
+    elapsed = time.perf_counter() - start
+    channel.close()
+    if code != 0:
+        raise RuntimeError(f"the null peer failed ({code})")
+    return nb_jobs / elapsed
 
 
 def _alive() -> None:
@@ -251,6 +329,21 @@ def outcomes_differing(folder: str) -> int:
     return sum(1 for job in ours.keys() | real.keys() if ours.get(job) != real.get(job))
 
 
+def _null_peer_figures(nb_jobs: int, results: list[dict[str, object]],
+                       null_rates: "list[float] | None") -> dict[str, object]:
+    """The null peer's rate and the simulator's over it, paired by round."""
+    if not null_rates:
+        return {}
+    ratios = [nb_jobs / float(r["wall_s"]) / null  # type: ignore[arg-type]
+              for r, null in zip(results, null_rates)]
+    return {"null_peer_jobs_per_s": round(statistics.median(null_rates), 1),
+            "null_peer_jobs_per_s_rounds": [round(rate, 1) for rate in null_rates],
+            "ratio_to_null_peer": round(statistics.median(ratios), 3),
+            "ratio_to_null_peer_rounds": [round(ratio, 3) for ratio in ratios],
+            "ratio_to_null_peer_spread": [round(min(ratios), 3), round(max(ratios), 3)],
+            "target_ratio_to_null_peer": TARGET_RATIO_TO_NULL_PEER}
+
+
 def _cpu_total(result: dict[str, object]) -> float:
     """CPU seconds of both processes of a run."""
     cpu: dict[str, float] = result["cpu_s"]  # type: ignore[assignment]
@@ -296,10 +389,19 @@ def main() -> None:
         wired = [p for p in args.protocol if p != IN_PROCESS]
         env = None if args.cold_imports else warm_imports(wired, folder)
         rounds: dict[str, list[dict[str, object]]] = {protocol: [] for protocol in args.protocol}
+        # the null peer stands in for the simulator over ZeroMQ (not legacy's Unix socket)
+        requests = {protocol: record_requests(protocol, platform, workload, folder, env)
+                    for protocol in wired if protocol != "legacy"}
+        null_rates: dict[str, list[float]] = {protocol: [] for protocol in requests}
         for index in range(args.rounds):
             shift = index % len(args.protocol)
             for protocol in args.protocol[shift:] + args.protocol[:shift]:
+                # the null peer just before or just after, by turns
+                if protocol in requests and index % 2:
+                    null_rates[protocol].append(run_null_peer(protocol, requests[protocol], folder, args.jobs))
                 rounds[protocol].append(run(protocol, platform, workload, folder, args.redis_url, env=env))
+                if protocol in requests and not index % 2:
+                    null_rates[protocol].append(run_null_peer(protocol, requests[protocol], folder, args.jobs))
         runs = {protocol: _median(results) for protocol, results in rounds.items()}
         real = run("json", platform, workload, folder, "", args.batsim) if args.batsim else None
         differing = None if real is None or "json" not in runs else outcomes_differing(folder)
@@ -332,6 +434,7 @@ def main() -> None:
                 for j, r in zip(rounds["json"], rounds[protocol])],
             "cpu_ratio_to_json": None if "json" not in rounds else round(statistics.median(
                 _cpu_total(j) / _cpu_total(r) for j, r in zip(rounds["json"], rounds[protocol])), 3),
+            **_null_peer_figures(args.jobs, rounds[protocol], null_rates.get(protocol)),
         }))
     if real is not None and json_rate is not None:
         batsim_rate = args.jobs / float(real["wall_s"])  # type: ignore[arg-type]

@@ -6,7 +6,6 @@ process's REGISTER_PROFILE / REGISTER_JOB (ProtocolViolation).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from collections.abc import Callable
@@ -71,8 +70,7 @@ def make_profile(name: str, raw: object, error: type[SimError], where: str,
     if not isinstance(raw, dict):
         raise fail("is not a JSON object")
     printed = _printed(raw)  # (messages show the numbers as Batsim prints them)
-    profile = _checked_profile(name, printed if run_as_printed else raw, fail)
-    return dataclasses.replace(profile, raw=printed)
+    return _checked_profile(name, printed if run_as_printed else raw, fail, printed)
 
 
 def registered_profile(name: str, raw: object, error: type[SimError], where: str) -> Profile:
@@ -83,7 +81,9 @@ def registered_profile(name: str, raw: object, error: type[SimError], where: str
     return make_profile(name, raw, error, where, run_as_printed=True)
 
 
-def _checked_profile(name: str, raw: dict[str, Any], fail: Callable[[str], SimError]) -> Profile:
+def _checked_profile(name: str, raw: dict[str, Any], fail: Callable[[str], SimError],
+                     echoed: dict[str, Any]) -> Profile:
+    """The profile ``raw`` describes (the numbers it runs with), echoed as ``echoed``."""
     kind = raw.get("type")
     if kind not in PROFILE_TYPES:
         raise fail(f"has unsupported type {kind!r} (supported: {', '.join(PROFILE_TYPES)})")
@@ -98,7 +98,7 @@ def _checked_profile(name: str, raw: dict[str, Any], fail: Callable[[str], SimEr
         if delay <= 0:
             # Batsim 4.2.1 refuses the workload for this (fixtures README)
             raise fail(f"has a non-strictly-positive 'delay' field ({delay})")
-        return Profile(name, kind, ret, raw, delay=float(delay))
+        return Profile(name, kind, ret, echoed, delay=float(delay))
     if kind == "composed":
         seq = raw.get("seq")
         if not isinstance(seq, list) or not seq or not all(isinstance(s, str) for s in seq):
@@ -106,7 +106,7 @@ def _checked_profile(name: str, raw: dict[str, Any], fail: Callable[[str], SimEr
         repeat = raw.get("repeat", 1)
         if not _int32(repeat) or repeat < 1:
             raise fail(f"has an invalid 'repeat' field ({repeat!r}): need a 32-bit integer >= 1")
-        return Profile(name, kind, ret, raw, seq=tuple(seq), repeat=repeat)
+        return Profile(name, kind, ret, echoed, seq=tuple(seq), repeat=repeat)
     cpu, com = raw.get("cpu"), raw.get("com")
     if kind == "parallel":
         if not isinstance(cpu, list) or not cpu or not all(_number(c) and c >= 0 for c in cpu):
@@ -114,12 +114,12 @@ def _checked_profile(name: str, raw: dict[str, Any], fail: Callable[[str], SimEr
         if not isinstance(com, list) or len(com) != len(cpu) ** 2 or not all(_number(c) and c >= 0 for c in com):
             raise fail(f"needs a 'com' field: a list of {len(cpu) ** 2} non-negative numbers "
                        f"(a {len(cpu)}x{len(cpu)} matrix)")
-        return Profile(name, kind, ret, raw, cpu=tuple(map(float, cpu)), com=tuple(map(float, com)))
+        return Profile(name, kind, ret, echoed, cpu=tuple(map(float, cpu)), com=tuple(map(float, com)))
     for field_name, value in (("cpu", cpu), ("com", com)):
         if not _number(value) or value < 0:  # type: ignore[operator]
             raise fail(f"has an invalid {field_name!r} field ({value!r}): need a number >= 0")
     assert isinstance(cpu, (int, float)) and isinstance(com, (int, float))
-    return Profile(name, kind, ret, raw, cpu=(float(cpu),), com=(float(com),))
+    return Profile(name, kind, ret, echoed, cpu=(float(cpu),), com=(float(com),))
 
 
 @dataclass(slots=True)

@@ -8,11 +8,11 @@ disconnects, and an optional timeout bounds each reply.
 from __future__ import annotations
 
 import socket
+import struct
 import time
 from typing import Callable
 
 import zmq
-from zmq.utils.monitor import recv_monitor_message
 
 from ..codecs import Codec
 from ..errors import InputError, PeerGone
@@ -22,6 +22,10 @@ from . import Decoder
 __all__ = ["ReqChannel", "RepEndpoint"]
 
 _SLICE_MS = 200  # how often a long wait looks at the connection (monitor / liveness)
+#: the first frame of a monitor event (zmq_socket_monitor(3)): event number (16 bits),
+#: value (32 bits). Read here rather than with zmq.utils.monitor, whose import brings
+#: in asyncio: 20 ms of every simulator's start-up
+_MONITOR_EVENT = struct.Struct("=HI")
 
 
 class ReqChannel:
@@ -77,10 +81,11 @@ class ReqChannel:
 
     def _check_monitor(self) -> None:
         while self._monitor.poll(0):
-            event = recv_monitor_message(self._monitor)
-            if event["event"] == zmq.EVENT_CONNECTED:
+            frames = self._monitor.recv_multipart()  # the event, then the peer's address
+            event, _ = _MONITOR_EVENT.unpack_from(frames[0])
+            if event == zmq.EVENT_CONNECTED:
                 self._connected = True
-            elif event["event"] == zmq.EVENT_DISCONNECTED and self._connected:
+            elif event == zmq.EVENT_DISCONNECTED and self._connected:
                 raise PeerGone(f"the decision process at {self.endpoint!r} closed the connection "
                                "while Batsim was waiting for its reply")
 
@@ -119,6 +124,9 @@ class RepEndpoint:
         self._ctx = zmq.Context()
         self._sock = self._ctx.socket(zmq.REP)
         self._sock.setsockopt(zmq.LINGER, 0)
+        # a receive timeout rather than poll() then recv(): one call, one release of
+        # the GIL per message (the decision thread shares it with the client's)
+        self._sock.setsockopt(zmq.RCVTIMEO, _SLICE_MS)
         try:
             _check_free(endpoint)
             self._sock.bind(endpoint)
@@ -130,9 +138,14 @@ class RepEndpoint:
             raise
 
     def receive(self, alive: Callable[[], None]) -> Message:
-        while not self._sock.poll(_SLICE_MS):
-            alive()
-        return self._decoder.decode(self._sock.recv())
+        sock = self._sock
+        while True:
+            try:
+                raw = sock.recv()
+                break
+            except zmq.Again:
+                alive()
+        return self._decoder.decode(raw)
 
     def send(self, message: Message) -> None:
         self._sock.send(self._encode(message))

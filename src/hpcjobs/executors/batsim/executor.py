@@ -28,7 +28,6 @@ from ...state import JobState, JobStatus
 from ...threads import weakly
 from . import schedulers
 from .config import IN_PROCESS, BatsimExecutorConfig, simulator_of
-from .inprocess import InProcessSimulator
 from .jobmanager import WORKLOAD, JobManager, JobRequest, Record
 from .pacing import Pacer, RealTime, VirtualTime
 from .platform import cores_per_host, write_platform
@@ -189,6 +188,9 @@ class BatsimJobExecutor(JobExecutor):
         codec = get_codec(cfg.protocol)
         chosen = simulator_of(cfg)
         if chosen == IN_PROCESS:
+            # imported here: the simulator's modules (30-50 ms) are not needed to drive
+            # a simulator process
+            from .inprocess import InProcessSimulator
             simulator = InProcessSimulator(batsim_flags(platform, prefix))
         else:
             simulator = SimulatorProcess(
