@@ -62,6 +62,12 @@ def _flux_over_ssh() -> str | None:
     return _flux()
 
 
+def _slurm_over_ssh() -> str | None:
+    if not {"HPCJOBS_TEST_SSH_HOST", "HPCJOBS_TEST_SSH_CONFIG"} <= set(os.environ):
+        return "no test login node (scripts/sshd.sh up)"
+    return _program("sbatch")()
+
+
 @dataclass(frozen=True)
 class Bench:
     """One benchmark: its script, its arguments at full and at small size, and what it
@@ -99,6 +105,8 @@ BENCHES = [
     Bench("pbs_submit", [], ["--jobs", "50", "--rounds", "1"], _pbs_server),
     Bench("flux_throughput", [], ["--jobs", "200"], _flux),
     Bench("flux_ssh", [], ["--jobs", "50", "--rounds", "1"], _flux_over_ssh),
+    Bench("remote_submit", [], ["--burst", "200", "--distinct", "50", "--follow", "10",
+                                "--rounds", "1"], _slurm_over_ssh),
 ]
 BY_NAME = {b.name: b for b in BENCHES}
 

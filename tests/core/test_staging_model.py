@@ -94,7 +94,13 @@ def test_states_in_psij_pythons_order() -> None:
     ("cleanup", {"o"}),
 ])
 def test_an_executor_that_cannot_stage_refuses_the_job(field: str, value: object) -> None:
-    ex = JobExecutor.get_instance("slurm")  # (refused before any Slurm command runs)
+    from hpcjobs.executors.local import LocalJobExecutor
+
+    class NoStaging(LocalJobExecutor):
+        """A test double: the local executor, saying it cannot stage (the core's rule)."""
+        supports_staging = False
+
+    ex = NoStaging()
     try:
         spec = JobSpec("/bin/true")
         setattr(spec, field, value)

@@ -13,21 +13,36 @@ the job files it looks at) is one more. :meth:`flush` sends what is queued on it
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 import os
+import tarfile
 import threading
+import uuid
 from typing import Callable, Mapping, Optional, Sequence, Union
 
 from ..errors import CommandError
 from ..executors.batch.host import FileData, Host
 from ..external import CommandResult
 from ..launchers.base import SCRIPTS
+from ..stage_files import StagingError
+from ..staging import StagingMode
 from ..private import DIR_MODE, FILE_MODE
 from .errors import SshConnectionLost, SshError
 from .ops import ListDir, MakeDirs, Op, Remove, Result, Run, StatRead, StatReadMany, WriteFile
 from .ssh import SshConnection
 
 __all__ = ["SshHost", "RemoteFileError", "connect"]
+
+# unpack the tar on stdin (one member, "x") beside the target $1 in $2, then rename it
+# over $1 (a directory it replaces is removed first)
+_UNPACK = ('d=$(dirname "$1") && mkdir -p "$d" && mkdir -m 700 "$2" && tar -xf - -C "$2" && '
+           '{ [ ! -d "$1" ] || [ -L "$1" ] || rm -rf "$1"; } && mv -f "$2/x" "$1"; '
+           'rc=$?; rm -rf "$2"; exit $rc')
+# $1 as a tar stream of one member, its own name
+_PACK = 'cd "$(dirname "$1")" && tar -cf - "./$(basename "$1")"'
+#: seconds a staging round trip may take (it carries whole files)
+_STAGING_TIMEOUT = 3600.0
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +121,56 @@ class SshHost(Host):
                 self.write_file(f"{directory}/{p.name}", p.read_bytes(), exclusive=False)
             self._scripts = directory
         return self._scripts
+
+    # -- file staging: the client's files to and from the host, as tar streams ---------
+    def put(self, source: str, target: str, mode: StagingMode) -> None:
+        """The client's file or directory ``source`` as ``target`` there: one tar
+        stream in one round trip, unpacked beside the target and renamed over it."""
+        if mode is StagingMode.LINK:
+            raise StagingError(f"{source}: a link there cannot point to a file on this "
+                               f"machine ({self.where}); use COPY or MOVE")
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            tar.add(source, arcname="x")  # (a missing source: OSError naming it)
+        part = f"{target}.hpcjobs-part.{uuid.uuid4().hex[:12]}"
+        r = self._send_files([Run(["sh", "-c", _UNPACK, "sh", target, part],
+                                  input=buffer.getvalue())], timeout=_STAGING_TIMEOUT)[0]
+        if not r.ok:
+            raise StagingError(f"{target} on {self.where}: {r.stderr.decode('utf-8', 'replace').strip()}")
+        if mode is StagingMode.MOVE:
+            from ..stage_files import remove
+            remove(source)
+
+    def get(self, source: str, target: str, mode: StagingMode) -> None:
+        """``source`` there as the client's ``target``: one tar stream in one round
+        trip, unpacked beside the target and renamed over it."""
+        r = self._send_files([Run(["sh", "-c", _PACK, "sh", source])], timeout=_STAGING_TIMEOUT)[0]
+        if not r.ok:
+            raise StagingError(f"{source} on {self.where}: {r.stderr.decode('utf-8', 'replace').strip()}")
+        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+        part = f"{target}.hpcjobs-part.{os.getpid()}"
+        from ..stage_files import remove
+        try:
+            os.mkdir(part, DIR_MODE)
+            with tarfile.open(fileobj=io.BytesIO(r.stdout), mode="r") as tar:
+                if hasattr(tarfile, "tar_filter"):  # (Python 3.11.4 on: no absolute names)
+                    tar.extractall(part, filter="tar")
+                else:
+                    tar.extractall(part)
+            (name,) = os.listdir(part)
+            if os.path.isdir(target) and not os.path.islink(target):
+                remove(target)
+            os.replace(os.path.join(part, name), target)
+        finally:
+            remove(part)
+        if mode is StagingMode.MOVE:
+            self.remove(source)
+            self.flush()
+
+    def exists(self, path: str) -> bool:
+        """True if ``path`` exists there (a dangling link counts)."""
+        r = self._send_files([Run(["sh", "-c", '[ -e "$1" ] || [ -L "$1" ]', "sh", path])])[0]
+        return r.ok
 
     def close(self) -> None:
         """Send what is queued, then end the connection."""

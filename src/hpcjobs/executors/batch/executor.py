@@ -47,6 +47,9 @@ class BatchSchedulerExecutor(JobExecutor):
     scheduler_class: ClassVar[type[Scheduler]]
     config_class: ClassVar[type[JobExecutorConfig]] = BatchConfig
     config: BatchConfig
+    #: stage-in in submit() (from this machine to the job's directory on the host),
+    #: stage-out and cleanup when this process sees the job end (docs/remote.md)
+    supports_staging = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -66,7 +69,9 @@ class BatchSchedulerExecutor(JobExecutor):
         self.scheduler = self.scheduler_class(self.config, self.host)
         #: follows the jobs once submitted or attached
         self.monitor = StatusMonitor(self.name, self._instance, self.scheduler,
-                                     self.config, self.work_directory, self._set_job_status)
+                                     self.config, self.work_directory, self._monitor_report)
+        # job id -> (spec, its directory) of a job of ours with files to stage out
+        self._stage_outs: dict[str, tuple[JobSpec, str]] = {}
         weakref.finalize(self, self.monitor.stop)
         self._lock = threading.Lock()  # guards the spare job directory
         # a lone job's directory made ahead of it, while the previous submit command ran
@@ -140,12 +145,15 @@ class BatchSchedulerExecutor(JobExecutor):
             raise BulkSubmitException(failures, len(staged))
 
     def _stage(self, job: Job) -> Staged:
-        """Check and claim ``job`` and render its script (nothing is written yet)."""
+        """Check and claim ``job``, stage its files in and render its script (no job
+        file is written yet)."""
         spec = self._claim_for_submit(job)  # (not _submission: a generator per job)
         try:
             job_dir = JobDir(self.work_directory / job.id, host=self.host)
             directives = self.scheduler.directives(spec, job_dir)
             script = self._render(spec, job_dir, directives, self.monitor.notes_directory())
+            if spec.stages_files:
+                self._stage_in(job, spec)
         except BaseException:
             job.bind(None, None)
             raise
@@ -155,6 +163,35 @@ class BatchSchedulerExecutor(JobExecutor):
         per_job = (scheduler.per_job_directives if scheduler.array_variables
                    and "user_script" not in directives else None)
         return Staged(job, job_dir, script, directives, per_job)
+
+    def _stage_in(self, job: Job, spec: JobSpec) -> None:
+        """The job's files to its directory on the host, before it is submitted (the
+        nodes cannot reach this machine's files); SubmitException naming the file."""
+        from ...stage_files import StagingError, stage_in
+        assert spec.directory is not None  # (_validate: given)
+        directory = self.host.expand_user(os.fspath(spec.directory))
+        try:
+            stage_in(spec.stage_in or (), directory, self.host)
+            self.host.flush()
+        except (StagingError, OSError) as e:
+            raise SubmitException(f"job {job.id} was not submitted: {e}", e) from e
+        if spec.stage_out or spec.cleanup:
+            with self._lock:
+                self._stage_outs[job.id] = (spec, directory)
+
+    def _monitor_report(self, job: Job, status: JobStatus, ran: bool = False) -> None:
+        """The monitor's statuses; a job of ours with files to stage out ends through
+        STAGE_OUT and CLEANUP first, on a thread of its own (copies take time)."""
+        if status.state.final:
+            with self._lock:
+                staged = self._stage_outs.pop(job.id, None)
+            if staged is not None and (ran or job.status.state is JobState.ACTIVE):
+                from ...stage_files import finish
+                threading.Thread(target=finish, name=f"hpcjobs-{self.name}-stage-out-{job.id}",
+                                 args=([job], status, *staged, self._set_job_status, self.host),
+                                 daemon=True).start()
+                return
+        self._set_job_status(job, status, ran)
 
     def _submit_staged(self, items: Sequence[Staged]) -> None:
         if self._bursts is None:
@@ -353,6 +390,8 @@ class BatchSchedulerExecutor(JobExecutor):
 
     def _release(self, item: Staged) -> None:
         """Undo the claim of a job that was not submitted: it is NEW and unbound."""
+        with self._lock:
+            self._stage_outs.pop(item.job.id, None)
         self.monitor.submitting(item.job_dir, False)
         item.job.bind(None, None)
 
@@ -553,6 +592,10 @@ class BatchSchedulerExecutor(JobExecutor):
 
     # ===================================================================== closing
     def _validate(self, spec: JobSpec) -> None:
+        if spec.stages_files and spec.directory is None:
+            raise InvalidJobException(f"JobSpec.directory: a job that stages files names its "
+                                      f"directory (the {self.name} job starts where its "
+                                      "scheduler puts it; staging paths are relative to it)")
         if self.scheduler.unusable_in_paths is not None:
             pattern, why = self.scheduler.unusable_in_paths
             found = pattern.search(str(self.work_directory))

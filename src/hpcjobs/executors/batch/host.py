@@ -22,12 +22,15 @@ import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence, Union
 
 from ... import external
 from ...errors import CommandError
 from ...launchers.base import SCRIPTS
 from ...private import DIR_MODE, FILE_MODE, create, fill, make_dirs
+
+if TYPE_CHECKING:
+    from ...staging import StagingMode
 
 __all__ = ["FileData", "Host", "LOCAL"]
 
@@ -75,6 +78,25 @@ class Host:
 
     def close(self) -> None:
         """Let go of the host (a connection ends; nothing to do here)."""
+
+    def flush(self) -> None:
+        """Carry out the file changes asked so far (here: done as asked)."""
+
+    # -- file staging (stage_files.py): the client's files to and from the host --------
+    def put(self, source: str, target: str, mode: "StagingMode") -> None:
+        """The client's file or directory ``source`` as ``target`` here, by ``mode``
+        (through a temporary name beside the target)."""
+        from ...stage_files import place
+        place(source, target, mode)
+
+    def get(self, source: str, target: str, mode: "StagingMode") -> None:
+        """``source`` here as the client's ``target``, by ``mode``."""
+        from ...stage_files import place
+        place(source, target, mode)
+
+    def exists(self, path: str) -> bool:
+        """True if ``path`` exists here (a dangling link counts)."""
+        return os.path.lexists(path)
 
     def run(self, argv: Sequence[str], *, timeout: float, check: bool = True,
             meanwhile: Optional[Callable[[], None]] = None) -> external.CommandResult:

@@ -218,25 +218,8 @@ class LocalJobExecutor(JobExecutor):
     def _stage_out(self, jobs: List[Job], status: JobStatus, spec: JobSpec, job_dir: str) -> None:
         """A staged job ended: STAGE_OUT, CLEANUP, then its final status (FAILED, naming
         the file, if a stage-out failed). Runs on its own thread: copies take time."""
-        from ...stage_files import StagingError, clean_up, stage_out
-        for state in (JobState.STAGE_OUT, JobState.CLEANUP):
-            for job in jobs:
-                self._set_job_status(job, JobStatus(state), ran=True)
-            try:
-                if state is JobState.STAGE_OUT:
-                    stage_out(spec.stage_out or (), job_dir, status.state)
-                else:
-                    problem = clean_up(spec.cleanup or (), job_dir, spec.cleanup_flags,
-                                       status.state)
-                    if problem:
-                        log.warning("%s", problem)
-            except StagingError as e:
-                message = f"{e} (the job itself: {status.state.name}" + (
-                    f", {status.message})" if status.message else ")")
-                status = JobStatus(JobState.FAILED, status.time, message, status.exit_code,
-                                   status.metadata)
-        for job in jobs:
-            self._set_job_status(job, status, ran=True)
+        from ...stage_files import finish
+        finish(jobs, status, spec, job_dir, self._set_job_status)
 
     # -- machinery ----------------------------------------------------------------------
     def _close(self) -> None:
