@@ -62,10 +62,14 @@ def _flux_over_ssh() -> str | None:
     return _flux()
 
 
-def _slurm_over_ssh() -> str | None:
+def _login_node() -> str | None:
     if not {"HPCJOBS_TEST_SSH_HOST", "HPCJOBS_TEST_SSH_CONFIG"} <= set(os.environ):
         return "no test login node (scripts/sshd.sh up)"
-    return _program("sbatch")()
+    return None
+
+
+def _slurm_over_ssh() -> str | None:
+    return _login_node() or _program("sbatch")()
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,8 @@ BENCHES = [
     Bench("flux_ssh", [], ["--jobs", "50", "--rounds", "1"], _flux_over_ssh),
     Bench("remote_submit", [], ["--burst", "200", "--distinct", "50", "--follow", "10",
                                 "--rounds", "1"], _slurm_over_ssh),
+    Bench("remote_staging", [], ["--files", "200", "--megabytes", "20", "--rounds", "1"],
+          _login_node),
 ]
 BY_NAME = {b.name: b for b in BENCHES}
 

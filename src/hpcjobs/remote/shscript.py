@@ -17,6 +17,7 @@ print (and whatever a login script printed before). The marker is random per scr
 
 from __future__ import annotations
 
+import base64
 import os
 import secrets
 from typing import Iterator, Optional, Sequence
@@ -31,6 +32,8 @@ REMOTE_COMMAND = "exec /bin/sh -s"
 
 _MISSING = b"nf"  # in place of the exit code: the command is not on the remote PATH
 _PRINTF_CHUNK = 2048  # bytes per printf of octal escapes (a line of ~8 KiB)
+_BASE64_ABOVE = 64 * 1024  # binary data larger than this goes as base64
+_HEREDOC_END = b"_HJ_END_OF_DATA_"  # (no line of base64 can be this: '_' is not in it)
 
 
 def as_bytes(value: Text, what: str) -> bytes:
@@ -61,8 +64,13 @@ def _octal(data: bytes) -> Iterator[bytes]:
 def emit(data: bytes) -> bytes:
     """Commands that write exactly ``data`` to their stdout (a brace group). ``printf``
     is a builtin of every sh in use (dash, bash, BusyBox ash): writing a file costs no
-    process."""
-    if b"\0" in data:  # no shell word can hold a NUL: all of it as octal escapes
+    process. Data with a NUL byte (no shell word can hold one) goes as octal escapes
+    when small, as a base64 here-document for ``base64 -d`` when large (a tar stream of
+    staged files: octal escapes took 22 s for 100 MB, the here-document 1 s)."""
+    if b"\0" in data:
+        if len(data) > _BASE64_ABOVE:
+            return (b"{ base64 -d <<'" + _HEREDOC_END + b"'\n" + base64.b64encode(data) + b"\n"
+                    + _HEREDOC_END + b"\n}")
         return b"{ :\n" + b"".join(_octal(data)) + b"}"
     return b"{ printf '%s' " + b"'" + data.replace(b"'", b"'\\''") + b"'; }"
 

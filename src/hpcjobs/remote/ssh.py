@@ -34,6 +34,8 @@ from .url import SshTarget
 
 __all__ = ["SshConnection"]
 
+_FEED_ABOVE = 1 << 20  # bytes of script above which a thread writes it to ssh
+
 log = logging.getLogger(__name__)
 
 #: ssh's words for each kind of failure (OpenSSH 7 to 9), first match wins
@@ -233,8 +235,15 @@ class SshConnection:
                 meanwhile()
             except Exception:  # the round trip's outcome must reach the caller
                 log.exception("work done during a round trip to %s failed", self.target)
+        given: Optional[bytes] = script
+        if len(script) > _FEED_ABOVE:
+            # a large script (staged files) goes in one write from a thread of its own:
+            # communicate() writes 4 KiB per poll (1 s of a 100 MB stage-in)
+            stdin, p.stdin, given = p.stdin, None, None
+            threading.Thread(target=_feed, args=(stdin, script), daemon=True,
+                             name="hpcjobs-ssh-feed").start()
         try:
-            out, err = p.communicate(script, timeout=timeout)
+            out, err = p.communicate(given, timeout=timeout)
         except subprocess.TimeoutExpired:
             p.kill()
             out, err = p.communicate()
@@ -257,6 +266,17 @@ class SshConnection:
     def __repr__(self) -> str:
         return (f"<SshConnection {self.target} round_trips={self.round_trips} "
                 f"logins={self.logins}{' closed' if self._closed else ''}>")
+
+
+def _feed(stdin: Any, data: bytes) -> None:
+    """Write ``data`` to a round trip's ssh and close its stdin (a killed ssh: no error)."""
+    try:
+        stdin.write(data)
+    except (BrokenPipeError, OSError):
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            stdin.close()
 
 
 def _stop_master(stop: list[str], directory: str) -> None:
