@@ -209,3 +209,39 @@ def test_a_burst_of_distinct_jobs_is_one_round_trip(name: str, login: Login, rem
     assert trips <= 5, trips
     assert len({job.native_id for job in jobs}) == len(jobs)
     assert [s.exit_code if s else None for s in statuses] == list(range(20))
+
+
+@pytest.mark.parametrize("delay", [0.3, 0.9])  # (in its file changes; in its commands)
+def test_no_job_is_lost_when_the_connection_drops_during_a_burst(
+        login: Login, conn: SshConnection, remote_dir: str, delay: float) -> None:
+    # The master is killed while one round trip starts 60 jobs: each job is then either
+    # refused (NEW again, and not running there) or followed to its true end. A
+    # start whose answer was lost is found by its script among the user's processes.
+    import threading
+    from datetime import timedelta
+    from hpcjobs import JobAttributes
+    from hpcjobs.errors import BulkSubmitException
+    with executor("local", login, remote_dir) as ex:
+        ex.submit(Job(JobSpec("/bin/true")))
+        jobs = [Job(JobSpec("/bin/sh", ["-c", f"sleep 1; exit {i % 7}"], attributes=JobAttributes(
+            duration=timedelta(minutes=10 + i)))) for i in range(60)]
+        master = ex.host.connection.master_pid  # type: ignore[attr-defined]
+        assert master is not None
+        killer = threading.Timer(delay, os.kill, (master, signal.SIGKILL))
+        killer.start()
+        refused: set[str] = set()
+        try:
+            ex.submit_many(jobs)
+        except BulkSubmitException as e:
+            refused = {job.id for job, _ in e.failures}
+        killer.join()
+        for i, job in enumerate(jobs):
+            if job.id in refused:
+                assert job.status.state is JobState.NEW and job.native_id is None
+                continue
+            status = job.wait(timeout=WAIT)
+            assert status is not None and status.exit_code == i % 7, (i, status)
+    running = conn.run(["ps", "-u", login.user, "-o", "args="], check=True).text
+    for job in jobs:
+        if job.id in refused:
+            assert job.id not in running, f"refused job {job.id} runs"

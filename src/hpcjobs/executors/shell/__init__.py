@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from ...spec import JobSpec
 from ...state import JobState
@@ -77,6 +77,14 @@ class Shell(Scheduler):
             if pid in native_ids and not stat.strip().startswith("Z"):
                 found[pid] = stat.strip()
         return found
+
+    def submit_lines(self) -> Iterable[tuple[str, str]]:
+        """The user's processes and their command lines there: a job whose start
+        command's answer was lost (a dropped connection) is found by its script."""
+        out = self.run(["ps", "-u", str(self.host.user()[0]), "-o", "pid=,args="], check=False)
+        for line in out.stdout.splitlines():
+            pid, _, args = line.strip().partition(" ")
+            yield pid, args
 
     def native(self, native_id: str, record: Any) -> NativeStatus:
         # a process that runs is a job that runs (its start file says so too)
