@@ -6,19 +6,17 @@ Without them the tests skip, except under ``CI=true``, where they FAIL.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pilot_support import flux_problem, pbs_command, pilot_config
+from pilot_support import IN_CI, flux_problem, pbs_command, pilot_config
 
 from hpcjobs import JobExecutor
 from hpcjobs.executors.pilot import PilotJobExecutor
 
-IN_CI = os.environ.get("CI", "").lower() == "true"
 CLUSTER_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "slurm-cluster.sh"
 
 

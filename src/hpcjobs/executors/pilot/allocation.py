@@ -104,7 +104,8 @@ class Allocation:
         if config.walltime is not None:
             attributes.duration = config.walltime
         self.job = Job(JobSpec(
-            "/bin/sh", [str(self.directory / "pilot.sh"), str(self.directory), self._flux],
+            "/bin/sh", [str(self.directory / "pilot.sh"), str(self.directory), self._flux,
+                        str(config.flux_test_size or "")],
             name="hpcjobs-pilot", directory=self.directory, resources=resources,
             attributes=attributes, stdout_path=self.directory / "pilot.out",
             stderr_path=self.directory / "pilot.err"))

@@ -30,7 +30,10 @@ class PilotConfig(JobExecutorConfig):
     instead of starting one. ``on_close``: see ``ON_CLOSE``. ``flux``: the ``flux``
     command the batch job runs (default: the one on PATH, which the nodes must see).
     ``start_timeout``: seconds a started batch job may take to publish its Flux URI
-    before the pilot counts as failed."""
+    before the pilot counts as failed. ``flux_test_size``: run the instance as ``flux
+    start --test-size=N``, N brokers on the pilot's one node that Flux takes for N
+    nodes, each with all of the node's cores: multi-node jobs on one machine, to try
+    a workflow or test it, not to run faster (the brokers share the node)."""
 
     backend: str = "slurm"
     node_count: int = 1
@@ -44,6 +47,12 @@ class PilotConfig(JobExecutorConfig):
     on_close: Literal["cancel", "wait", "detach"] = "cancel"
     flux: Optional[Path] = None
     start_timeout: float = 300.0
+    flux_test_size: Optional[int] = None
+
+    @property
+    def flux_nodes(self) -> int:
+        """How many nodes the jobs inside see: the test brokers, or the batch job's."""
+        return self.flux_test_size or self.node_count
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -57,7 +66,13 @@ class PilotConfig(JobExecutorConfig):
             # one broker per node needs the scheduler's launcher and PMI around
             # 'flux start', which no test here can exercise: refused, not half-done
             raise ValueError("PilotConfig.node_count: pilots of more than one node are "
-                             "not supported yet (docs/pilot.md)")
+                             "not supported yet (docs/pilot.md; flux_test_size gives Flux "
+                             "several brokers on the one node)")
+        if self.flux_test_size is not None and (
+                isinstance(self.flux_test_size, bool) or not isinstance(self.flux_test_size, int)
+                or self.flux_test_size < 1):
+            raise ValueError(f"PilotConfig.flux_test_size: a positive int or None, not "
+                             f"{self.flux_test_size!r}")
         if self.cores_per_node is not None and (not isinstance(self.cores_per_node, int)
                                                 or self.cores_per_node < 1):
             raise ValueError(f"PilotConfig.cores_per_node: a positive int or None, "

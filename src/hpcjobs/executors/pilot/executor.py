@@ -153,10 +153,11 @@ class PilotJobExecutor(JobExecutor):
         resources = spec.resources
         if isinstance(resources, ResourceSpecV1):
             nodes = resources.requested_node_count
-            if nodes is not None and nodes > config.node_count:
+            if nodes is not None and nodes > config.flux_nodes:
+                setting = "flux_test_size" if config.flux_test_size else "node_count"
                 raise InvalidJobException(
                     f"ResourceSpecV1.node_count: the job asks for {nodes} nodes and the "
-                    f"pilot has {config.node_count} (PilotConfig.node_count); a pilot "
+                    f"pilot has {config.flux_nodes} (PilotConfig.{setting}); a pilot "
                     "does not grow: start a larger one")
         duration = spec.attributes.duration if spec.attributes is not None else None
         if config.walltime is not None and duration is not None and duration > config.walltime:

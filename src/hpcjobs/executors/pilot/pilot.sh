@@ -1,6 +1,8 @@
 # The body of a pilot's batch job (run by /bin/sh): a Flux instance whose initial
 # program publishes how to reach it, then waits until the client asks it to stop.
-# $1: the pilot's directory (shared with the client); $2: the flux command.
+# $1: the pilot's directory (shared with the client); $2: the flux command; $3: the
+# number of brokers of a test instance on this one node (flux start --test-size), or
+# empty for one broker.
 # The instance's exit status is the initial program's: 0 once asked to stop.
 # Values reach the inner shell as arguments, never inside its text.
 #
@@ -9,7 +11,8 @@
 # ending the job), "end" the instance's exit status once it is gone.
 trap 'echo TERM >> "$1/signals"' TERM
 trap 'echo HUP >> "$1/signals"' HUP
-"$2" start /bin/sh -c '
+# (unquoted: no word or one, $3 being digits or empty)
+"$2" start ${3:+--test-size=$3} /bin/sh -c '
 uri=$("$2" getattr local-uri) || exit 1
 # written whole, then renamed: the client never reads half a file
 printf "%s\n%s\n" "$uri" "$(uname -n)" > "$1/uri.tmp" && mv -f "$1/uri.tmp" "$1/uri" || exit 1
