@@ -1,29 +1,40 @@
 """Benchmark: many small jobs through a one-node pilot, against the batch scheduler and
 against Flux alone, in the same run (the real Slurm, the real flux-core).
 
+Each round: one pilot, then a raw ``sbatch`` loop; with ``--rounds`` > 1 the two
+alternate (pilot, sbatch, pilot, sbatch, ...) so a drift of the machine's load evens out.
+
 * ``pilot``: N ``/bin/true`` jobs through ``get_instance('pilot')`` (one Slurm job of
-  one node running Flux), submitted at once, before the pilot runs; the time runs from
-  making the executor (the pilot's start-up included) to the last final callback.
+  one node running Flux), submitted at once, before the pilot runs. ``jobs_per_s``: N
+  over the time from the pilot's batch job starting (Slurm's ``StartTime``, 1 s
+  resolution) to the last final callback: the pilot's start-up is included, the wait in
+  the shared queue behind other users' jobs is not (``queued_s``; ``jobs_per_s_queue``
+  includes it too);
 * ``sbatch``: M ``/bin/true`` jobs as a raw ``sbatch --wrap`` loop, until ``squeue``
-  lists none of them (M may be smaller than N: the rate is what is compared).
-* ``flux``: N ``/bin/true`` jobs as a raw loop of ``flux.job.submit`` (the bindings,
-  faster than the ``flux submit`` command) into the same pilot's instance, then
-  ``flux.job.wait`` on each: Flux alone in the same allocation, start-up excluded.
-* ``ratio_vs_sbatch`` / ``ratio_vs_flux``: the pilot's rate over theirs (targets >= 10
-  and >= 0.5);
-* ``running_to_first_start_s``: from the pilot's instance running (its URI file written)
-  to the first job's start (Flux's ``alloc``);
-* ``end_to_callback_ms``: from each job's end (Flux's ``finish`` time) to its final
-  callback (median, p95).
+  lists none of them (``--backend pbs``: a pilot of OpenPBS, and a raw ``qsub`` loop
+  until ``qstat -x`` shows them all finished); M may be smaller than N (the machine has
+  2 cores): the rate of M stands for N, and ``sbatch_estimated`` says so;
+* ``flux``: N ``/bin/true`` as a raw loop of ``flux.job.submit`` (the bindings, faster
+  than the ``flux submit`` command) into the same pilot's instance, then
+  ``flux.job.wait`` on each: Flux alone in the same allocation, start-up excluded;
+* ``running_to_first_start_s``: from the pilot's instance running (its URI file
+  written) to the first job's ``start`` event in Flux's eventlog;
+* ``end_to_callback_ms``: for each job, from its end (the timestamp of the ``finish``
+  event in its Flux eventlog) to its final callback in this process (median, p95, max).
 
-Prints one JSON line. Needs the Slurm test cluster, ``flux`` on PATH and its bindings.
+The line ends with the medians over the rounds, min-max spreads, the ratios
+(``ratio_vs_sbatch``: pilot rate over sbatch rate, target >= 10; ``ratio_vs_flux``:
+pilot over raw Flux, target >= 0.5) and whether each target is met. Needs the Slurm
+test cluster, ``flux`` on PATH and its bindings.
 
-    .venv/bin/python bench/pilot.py [--jobs 1000] [--sbatch-jobs 200] [--cores 2]
+    .venv/bin/python bench/pilot.py [--jobs 1000] [--sbatch-jobs 100] [--rounds 1]
+                                    [--backend slurm|pbs]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import statistics
 import subprocess
@@ -36,8 +47,11 @@ from pathlib import Path
 from typing import Any
 
 from hpcjobs import Job, JobAttributes, JobExecutor, JobSpec, JobState, JobStatus
+from hpcjobs.executors.pbs import pbs_exec_bin
 
 WAIT = 1800.0  # bound for one part (never a timing assertion: a stuck part fails)
+TARGETS = {"ratio_vs_sbatch": 10.0, "ratio_vs_flux": 0.5, "running_to_first_start_s": 2.0,
+           "end_to_callback_ms": 500.0}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -45,46 +59,100 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def through_pilot(n: int, cores: int, work: Path) -> tuple[dict[str, Any], JobExecutor]:
-    ends: list[float] = []
-    first_start: list[float] = []
+def spread(values: list[float]) -> dict[str, float]:
+    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3),
+            "max": round(max(values), 3)}
+
+
+def pbs(name: str) -> str:
+    """An OpenPBS command (where PBS_EXEC says: /usr/bin may hold Slurm's look-alikes)."""
+    directory = pbs_exec_bin()
+    return str(directory / name) if directory else name
+
+
+def batch_start(backend: str, native_id: str) -> float:
+    """When the batch system started the job (whole seconds): Slurm's StartTime, PBS's
+    stime."""
+    if backend == "pbs":
+        out = subprocess.run([pbs("qstat"), "-x", "-f", native_id], capture_output=True,
+                             text=True, check=True).stdout
+        stamp = next(line.split("=", 1)[1].strip() for line in out.splitlines()
+                     if line.strip().startswith("stime ="))
+        return datetime.datetime.strptime(stamp, "%a %b %d %H:%M:%S %Y").timestamp()
+    out = subprocess.run(["scontrol", "show", "job", native_id], capture_output=True,
+                         text=True, check=True).stdout
+    stamp = next(word.split("=", 1)[1] for word in out.split() if word.startswith("StartTime="))
+    return datetime.datetime.fromisoformat(stamp).timestamp()
+
+
+def flux_events(handle: Any, native_id: str) -> dict[str, float]:
+    """The job's main eventlog from the pilot's Flux: event name -> timestamp."""
+    import flux.job
+
+    found = flux.job.job_kvs_lookup(handle, flux.job.JobID(native_id), keys=["eventlog"],
+                                    decode=False)
+    return {event["name"]: event["timestamp"]
+            for event in map(json.loads, found["eventlog"].splitlines())}
+
+
+def through_pilot(backend: str, n: int, cores: int,
+                  work: Path) -> tuple[dict[str, Any], JobExecutor, str]:
+    """N jobs through a new pilot; returns the figures, the executor (still open: the
+    raw Flux loop runs in its allocation) and its instance's URI."""
+    called_back: dict[str, float] = {}  # native id -> when its final callback ran
     done = threading.Event()
     lock = threading.Lock()
 
-    def on_status(_job: Job, status: JobStatus) -> None:
-        now = time.time()
-        with lock:
-            if status.state is JobState.ACTIVE and status.time is not None:
-                first_start.append(status.time)
-            if status.state.final:
-                if status.time is not None:
-                    ends.append(now - status.time)
-                if len(ends) == n:
+    def on_status(job: Job, status: JobStatus) -> None:
+        if status.state.final:
+            now = time.time()
+            with lock:
+                called_back[job.id] = now
+                if len(called_back) == n:
                     done.set()
 
-    start = time.time()
+    made = time.time()
     ex = JobExecutor.get_instance("pilot", config={
-        "backend": "slurm", "cores_per_node": cores, "walltime": timedelta(hours=1),
+        "backend": backend, "cores_per_node": cores, "walltime": timedelta(hours=1),
         "memory_per_node": 4 << 30,  # Flux holds the inactive jobs: 1,000 outgrow 512 MiB
-        "work_directory": work / "pilot", "backend_config": {"work_directory": work / "slurm"}})
-    ex.set_job_status_callback(on_status)
-    # a duration the pilot's hour leaves room for (PSI/J's default is 10 minutes)
-    jobs = [Job(JobSpec("/bin/true", attributes=JobAttributes(duration=timedelta(minutes=1))))
-            for _ in range(n)]
-    for job in jobs:
-        ex.submit(job)
-    if not done.wait(WAIT):
-        raise SystemExit("the pilot's jobs did not all end")
-    elapsed = time.time() - start
-    failed = [job.status for job in jobs if job.status.state is not JobState.COMPLETED]
-    if failed:
-        raise SystemExit(f"{len(failed)} pilot jobs did not complete: {failed[0]}")
-    uri_file = next((work / "pilot").glob("pilot-*/uri"))
-    running_at = uri_file.stat().st_mtime
-    return {"jobs": n, "jobs_per_s": round(n / elapsed, 1), "elapsed_s": round(elapsed, 2),
-            "running_to_first_start_s": round(min(first_start) - running_at, 3),
+        "work_directory": work / "pilot", "backend_config": {"work_directory": work / backend}})
+    try:
+        ex.set_job_status_callback(on_status)
+        # a duration the pilot's hour leaves room for (PSI/J's default is 10 minutes)
+        jobs = [Job(JobSpec("/bin/true", attributes=JobAttributes(duration=timedelta(minutes=1))))
+                for _ in range(n)]
+        for job in jobs:
+            ex.submit(job)
+        if not done.wait(WAIT):
+            raise SystemExit("the pilot's jobs did not all end")
+        last = max(called_back.values())
+        failed = [job.status for job in jobs if job.status.state is not JobState.COMPLETED]
+        if failed:
+            raise SystemExit(f"{len(failed)} pilot jobs did not complete: {failed[0]}")
+        uri_file = next(ex.work_directory.glob("pilot-*/uri"))
+        uri = uri_file.read_text().split("\n")[0]
+        running_at = uri_file.stat().st_mtime
+        assert ex.pilot_native_id is not None
+        started = batch_start(backend, ex.pilot_native_id)
+        import flux
+
+        handle = flux.Flux(uri)
+        ends, starts = [], []
+        for job in jobs:
+            assert job.native_id is not None
+            events = flux_events(handle, job.native_id)
+            ends.append(called_back[job.id] - events["finish"])
+            starts.append(events["start"])
+    except BaseException:
+        ex.close()  # the pilot ends with it: never left holding the node
+        raise
+    return {"jobs": n, "jobs_per_s": round(n / (last - started), 1),
+            "jobs_per_s_queue": round(n / (last - made), 1),
+            "queued_s": round(started - made, 1), "startup_s": round(running_at - started, 1),
+            "running_to_first_start_s": round(min(starts) - running_at, 3),
             "end_to_callback_ms": {"median": round(statistics.median(ends) * 1e3, 1),
-                                   "p95": round(percentile(ends, 0.95) * 1e3, 1)}}, ex
+                                   "p95": round(percentile(ends, 0.95) * 1e3, 1),
+                                   "max": round(max(ends) * 1e3, 1)}}, ex, uri
 
 
 def raw_flux(n: int, uri: str) -> dict[str, Any]:
@@ -123,33 +191,75 @@ def raw_sbatch(m: int, work: Path) -> dict[str, Any]:
             break
         time.sleep(0.2)
     else:
+        subprocess.run(["scancel", *ids], check=False)
         raise SystemExit("the sbatch jobs did not all end")
     elapsed = time.time() - start
     return {"jobs": m, "jobs_per_s": round(m / elapsed, 1), "elapsed_s": round(elapsed, 2)}
 
 
+def raw_qsub(m: int, work: Path) -> dict[str, Any]:
+    start = time.time()
+    ids = [subprocess.run([pbs("qsub"), "-o", "/dev/null", "-j", "oe", "--", "/bin/true"],
+                          check=True, capture_output=True, text=True, cwd=work).stdout.strip()
+           for _ in range(m)]
+    deadline = start + WAIT
+    while time.time() < deadline:
+        out = subprocess.run([pbs("qstat"), "-x", *ids], capture_output=True, text=True).stdout
+        finished = sum(1 for line in out.splitlines()
+                       if len(line.split()) >= 6 and line.split()[4] == "F")
+        if finished == m:
+            break
+        time.sleep(0.2)
+    else:
+        subprocess.run([pbs("qdel"), *ids], check=False)
+        raise SystemExit("the qsub jobs did not all end")
+    elapsed = time.time() - start
+    return {"jobs": m, "jobs_per_s": round(m / elapsed, 1), "elapsed_s": round(elapsed, 2)}
+
+
+def one_round(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    pilot, ex, uri = through_pilot(args.backend, args.jobs, args.cores, work)
+    print(json.dumps({"pilot": pilot}), file=sys.stderr, flush=True)  # progress
+    try:
+        flux_alone = raw_flux(args.jobs, uri)
+    except OSError as e:
+        raise SystemExit(f"the raw Flux loop failed ({e}); the pilot: {ex.pilot_status}")
+    finally:
+        ex.close()
+    print(json.dumps({"flux": flux_alone}), file=sys.stderr, flush=True)
+    sbatch = (raw_qsub if args.backend == "pbs" else raw_sbatch)(args.sbatch_jobs, work)
+    print(json.dumps({"sbatch": sbatch}), file=sys.stderr, flush=True)
+    return {"pilot": pilot, "flux": flux_alone, "sbatch": sbatch,
+            "ratio_vs_sbatch": round(pilot["jobs_per_s"] / sbatch["jobs_per_s"], 2),
+            "ratio_vs_flux": round(pilot["jobs_per_s"] / flux_alone["jobs_per_s"], 2)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=1000)
-    parser.add_argument("--sbatch-jobs", type=int, default=200)
+    parser.add_argument("--sbatch-jobs", type=int, default=100)
     parser.add_argument("--cores", type=int, default=2, help="the pilot's cores")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--backend", choices=["slurm", "pbs"], default="slurm",
+                        help="the pilot's batch system; pbs: the raw loop is qsub")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="hpcjobs-bench-pilot-") as tmp:
-        work = Path(tmp)
-        pilot, ex = through_pilot(args.jobs, args.cores, work)
-        print(json.dumps({"pilot": pilot}), file=sys.stderr, flush=True)  # progress
-        try:
-            uri = next((work / "pilot").glob("pilot-*/uri")).read_text().split("\n")[0]
-            flux_alone = raw_flux(args.jobs, uri)
-        except OSError as e:
-            raise SystemExit(f"the raw Flux loop failed ({e}); the pilot: {ex.pilot_status}")
-        finally:
-            ex.close()
-        sbatch = raw_sbatch(args.sbatch_jobs, work)
+    rounds = []
+    for _ in range(args.rounds):
+        with tempfile.TemporaryDirectory(prefix="hpcjobs-bench-pilot-") as tmp:
+            rounds.append(one_round(args, Path(tmp)))
+    figures = {
+        "ratio_vs_sbatch": spread([r["ratio_vs_sbatch"] for r in rounds]),
+        "ratio_vs_flux": spread([r["ratio_vs_flux"] for r in rounds]),
+        "running_to_first_start_s": spread([r["pilot"]["running_to_first_start_s"]
+                                            for r in rounds]),
+        "end_to_callback_ms": spread([r["pilot"]["end_to_callback_ms"]["median"]
+                                      for r in rounds])}
+    met = {name: (figures[name]["median"] >= target if name.startswith("ratio")
+                  else figures[name]["median"] <= target) for name, target in TARGETS.items()}
     print(json.dumps({
-        "bench": "pilot", "pilot": pilot, "flux": flux_alone, "sbatch": sbatch,
-        "ratio_vs_sbatch": round(pilot["jobs_per_s"] / sbatch["jobs_per_s"], 2),
-        "ratio_vs_flux": round(pilot["jobs_per_s"] / flux_alone["jobs_per_s"], 2)}))
+        "bench": "pilot", "backend": args.backend, "jobs": args.jobs, "rounds": args.rounds,
+        "sbatch_jobs": args.sbatch_jobs, "sbatch_estimated": args.sbatch_jobs < args.jobs,
+        **figures, "targets": TARGETS, "met": met, "per_round": rounds}))
 
 
 if __name__ == "__main__":
