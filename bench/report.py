@@ -113,6 +113,8 @@ BENCHES = [
                                 "--rounds", "1"], _slurm_over_ssh),
     Bench("remote_staging", [], ["--files", "200", "--megabytes", "20", "--rounds", "1"],
           _login_node),
+    Bench("pilot", [], ["--jobs", "200", "--sbatch-jobs", "20"],
+          lambda: _flux() or _program("sbatch")()),
 ]
 BY_NAME = {b.name: b for b in BENCHES}
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,8 @@ from pilot_support import IN_CI, WAIT, pilot_config
 from hpcjobs import InvalidJobException, Job, JobExecutor, JobSpec, JobState, ResourceSpecV1
 
 BROKERS = 2
+#: bound on the pilot's wait in the shared queue (whole-node jobs of others go first)
+QUEUE_WAIT = 3600.0
 SOURCE = Path(__file__).resolve().parents[1] / "flux" / "mpi_hello.c"
 #: name -> (launcher, resources) of the module's jobs
 CASES = {
@@ -63,6 +66,10 @@ def pilot(request: pytest.FixtureRequest,
     ex = JobExecutor.get_instance("pilot", config=pilot_config(
         tmp, backend=backend, backend_config={"work_directory": tmp / backend},
         flux_test_size=BROKERS))
+    deadline = time.monotonic() + QUEUE_WAIT
+    while ex.pilot_status.state is not JobState.ACTIVE and not ex.pilot_status.state.final:
+        assert time.monotonic() < deadline, f"the pilot still waits: {ex.pilot_status}"
+        time.sleep(1)
     yield ex
     ex.close()
 
