@@ -13,7 +13,9 @@ alternate (pilot, sbatch, pilot, sbatch, ...) so a drift of the machine's load e
 * ``batch``: M ``/bin/true`` jobs as a raw ``sbatch --wrap`` loop, until ``squeue``
   lists none of them (``--backend pbs``: a pilot of OpenPBS, and a raw ``qsub`` loop
   until ``qstat -x`` shows them all finished); M may be smaller than N (the machine has
-  2 cores): the rate of M stands for N, and ``batch_estimated`` says so;
+  2 cores): the rate of M stands for N, and ``batch_estimated`` says so. On a shared
+  Slurm, ``others_running_s`` is how long other jobs than these ran meanwhile (sampled):
+  a loop that waited behind another user's whole-node job measures that job, not sbatch;
 * ``flux``: N ``/bin/true`` as a raw loop of ``flux.job.submit`` (the bindings, faster
   than the ``flux submit`` command) into the same pilot's instance, then
   ``flux.job.wait`` on each: Flux alone in the same allocation, start-up excluded;
@@ -191,17 +193,24 @@ def raw_sbatch(m: int, work: Path) -> dict[str, Any]:
                           check=True, capture_output=True, text=True).stdout.strip()
            for _ in range(m)]
     deadline = start + WAIT
+    others = 0.0  # seconds in which the queue ran other jobs than these (a shared queue)
     while time.time() < deadline:
         listed = subprocess.run(["squeue", "--noheader", "--format=%i", f"--jobs={','.join(ids)}"],
                                 capture_output=True, text=True).stdout.split()
         if not listed:
             break
+        running = subprocess.run(["squeue", "--noheader", "--states=R", "--format=%i"],
+                                 capture_output=True, text=True).stdout.split()
+        before = time.time()
         time.sleep(0.2)
+        if set(running) - set(ids):
+            others += time.time() - before
     else:
         subprocess.run(["scancel", *ids], check=False)
         raise SystemExit("the sbatch jobs did not all end")
     elapsed = time.time() - start
-    return {"jobs": m, "jobs_per_s": round(m / elapsed, 1), "elapsed_s": round(elapsed, 2)}
+    return {"jobs": m, "jobs_per_s": round(m / elapsed, 1), "elapsed_s": round(elapsed, 2),
+            "others_running_s": round(others, 1)}
 
 
 def raw_qsub(m: int, work: Path) -> dict[str, Any]:
