@@ -270,6 +270,29 @@ def test_many_jobs_one_watcher(executor: JobExecutor) -> None:
     assert threads == [prefix + "events"]  # no callbacks here, so no dispatcher thread
 
 
+def test_a_job_that_ends_before_its_submit_returns(executor: JobExecutor,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A short job in a busy client can end before its submit has returned its id (the
+    pilot's burst of /bin/true did): all its events, the end among them, wait for the
+    id and count. The submit is made to return late by a stand-in for
+    ``flux.job.submit`` that calls the real one and then waits for the job's
+    ``clean`` event on the same handle."""
+    real_submit = flux.job.submit
+
+    def submit_returning_after_the_end(handle: Any, jobspec: Any, **kwargs: Any) -> Any:
+        jobid = real_submit(handle, jobspec, **kwargs)
+        flux.job.event_wait(handle, jobid, "clean", raiseJobException=False)
+        return jobid
+
+    monkeypatch.setattr(flux.job, "submit", submit_returning_after_the_end)
+    job = Job(sh("exit 3"))
+    states = recorded(job)
+    executor.submit(job)
+    status = job.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.FAILED and status.exit_code == 3
+    assert states[0] is JobState.QUEUED and JobState.ACTIVE in states
+
+
 def test_list_active_jobs(executor: JobExecutor) -> None:
     """joblist.txt: job-list's active jobs of the user."""
     done = Job(JobSpec("/bin/true"))

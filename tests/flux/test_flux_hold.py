@@ -50,6 +50,21 @@ def test_a_job_submitted_held_starts_only_when_released(executor: JobExecutor,
     assert end is not None and end.state is JobState.COMPLETED and mark.exists()
 
 
+def test_the_events_flux_sends_before_submit_returns_are_kept(executor: JobExecutor) -> None:
+    # The journal often delivers a job's first events (submit .. priority) before the
+    # submit request returns its id; they wait for it rather than being dropped. Held
+    # jobs stop at the last of them: each says held (the submit event's urgency 0) and
+    # SCHED (the priority event), or the test fails at the deadline.
+    jobs = [Job(JobSpec("/bin/true")) for _ in range(10)]
+    for job in jobs:
+        executor.submit(job, hold=True)
+    for job in jobs:
+        eventually(lambda: is_held(job)
+                   and (job.status.metadata or {}).get("native_state") == "SCHED")
+    for job in jobs:
+        job.cancel()
+
+
 def test_a_queued_job_held_waits_for_its_release(executor: JobExecutor,
                                                  tmp_path: Path) -> None:
     # the whole instance busy, so that the job queues

@@ -119,11 +119,18 @@ class FluxJobExecutor(JobExecutor):
         except BaseException:
             self._close_remote()
             raise
-        self._lock = threading.Lock()  # the handle, and _jobs (see _on_event)
+        # Two locks, never taken in the order _rpc_lock then _lock: _lock guards what the
+        # watcher's events change (_jobs, _in_flight, _unclaimed) and keeps a job's
+        # statuses in order; _rpc_lock guards the handle, not thread-safe, during
+        # requests. The watcher takes _lock for every event, so no request holds it: a
+        # submit holding it through its round trip kept the watcher waiting most of
+        # the time in a burst, and each job's end reached its callback seconds late.
+        self._lock = threading.Lock()
+        self._rpc_lock = threading.Lock()
         # Flux id -> the Jobs following it (one, or more after attach) and its events
         self._jobs: dict[int, tuple[_Followers, JobEvents]] = {}
-        # submits over ssh under way (not under the lock), and the events meanwhile of
-        # jobs not followed (yet): Flux id -> (name, timestamp, context, R) each
+        # submits under way (not under _lock), and the events meanwhile of jobs not
+        # followed (yet): Flux id -> (name, timestamp, context, R) each
         self._in_flight = 0
         self._unclaimed: dict[int, list[tuple[str, float, Mapping[str, Any], Any]]] = {}
         self._watcher = Watcher(f"hpcjobs-flux-{self._instance}-events", self._connect,
@@ -155,19 +162,19 @@ class FluxJobExecutor(JobExecutor):
                 submission = submission._replace(urgency=0)
             self._watcher.start()
             if self._remote is None:
-                # Under the lock until the job is registered: the watcher takes the
-                # lock for every event, so none of this job's events can arrive unclaimed.
-                with self._lock:
-                    self._register(job, self._submit_here(submission))
+                self._submit_unlocked(job, lambda: self._submit_here(submission))
             else:
-                self._register_remote(job, submission)
+                remote = self._remote
+                self._submit_unlocked(job, lambda: self._flux_job.JobID(remote.submit(
+                    submission.jobspec.dumps(), submission.urgency)))
         log.debug("job %s submitted to Flux as %s", job.id, job.native_id)
 
     def _submit_here(self, submission: Any) -> Any:
-        """Submit through the bindings (caller holds ``_lock``); the Flux JobID."""
+        """Submit through the bindings; the Flux JobID."""
         try:
-            return self._request(lambda h: self._flux_job.submit(
-                h, submission.jobspec, urgency=submission.urgency), idempotent=False)
+            with self._rpc_lock:
+                return self._request(lambda h: self._flux_job.submit(
+                    h, submission.jobspec, urgency=submission.urgency), idempotent=False)
         except OSError as e:
             if _maybe_delivered(e):
                 raise SubmitException(
@@ -182,17 +189,17 @@ class FluxJobExecutor(JobExecutor):
             raise InvalidJobException(f"Flux rejected the job: {e.strerror or e}",
                                       e) from None
 
-    def _register_remote(self, job: Job, submission: Any) -> None:
-        """Submit on the remote host, then register. The submit is a round trip: not
-        under ``_lock``, which the watcher takes for every event (it would hold up the
-        statuses of all the other jobs); events of jobs unknown while submits are in
-        flight are kept meanwhile (``_on_event``) and replayed here."""
-        assert self._remote is not None
+    def _submit_unlocked(self, job: Job, submit: Callable[[], Any]) -> None:
+        """``submit()`` (a round trip: here, or on the remote host; returns the Flux
+        JobID), then register. Not under ``_lock``, which the watcher takes for every
+        event (it would hold up the statuses of all the other jobs); events of jobs
+        unknown while submits are in flight are kept meanwhile (``_on_event``) and
+        replayed here: Flux sends a job's first events before the submit returns, and
+        a short job can end meanwhile."""
         with self._lock:
             self._in_flight += 1
         try:
-            jobid = self._flux_job.JobID(self._remote.submit(submission.jobspec.dumps(),
-                                                             submission.urgency))
+            jobid = submit()
             with self._lock:
                 self._register(job, jobid)
         finally:
@@ -210,13 +217,13 @@ class FluxJobExecutor(JobExecutor):
         self._set_job_status(job, JobStatus(JobState.QUEUED, metadata={"native_state": "NEW"}))
         for early in self._unclaimed.pop(int(jobid), ()):
             if int(jobid) in self._jobs:  # (not if an early event ended it)
-                self._apply(jobs, events, int(jobid), self._handle, *early)
+                self._apply(jobs, events, int(jobid), None, *early)
 
     def cancel(self, job: Job) -> None:
         native_id = job.native_id
         if native_id is None or job.status.state.final:
             return
-        with self._lock:
+        with self._rpc_lock:
             try:
                 self._request(lambda h: self._flux_job.cancel(
                     h, self._flux_job.JobID(native_id)),
@@ -240,7 +247,7 @@ class FluxJobExecutor(JobExecutor):
         native_id = job.native_id
         assert native_id is not None
         payload = {"id": int(self._flux_job.JobID(native_id)), "urgency": urgency}
-        with self._lock:
+        with self._rpc_lock:
             try:
                 self._request(lambda h: h.rpc("job-manager.urgency", payload).get(),
                               idempotent=True)
@@ -256,7 +263,7 @@ class FluxJobExecutor(JobExecutor):
                                       f"{e}", e, transient=True) from e
 
     def list(self) -> list[str]:
-        with self._lock:
+        with self._rpc_lock:
             try:
                 # over ssh, the remote user's (the bindings take a uid as a str)
                 user = self._remote.userid if self._remote is not None else None
@@ -291,18 +298,19 @@ class FluxJobExecutor(JobExecutor):
             self._jobs[int(jobid)] = ([job], events)
             self._watcher.follow(int(jobid))
             try:
-                found = self._request(lambda h: self._eventlog(h, int(jobid)),
-                                      idempotent=True)
+                with self._rpc_lock:
+                    found = self._request(lambda h: self._eventlog(h, int(jobid)),
+                                          idempotent=True)
             except OSError as e:
                 self._end_unknown(int(jobid), f"reading the eventlog of Flux job "
                                               f"{native_id} failed ({e}): its state is unknown")
                 return
-            self._catch_up(int(jobid), found, self._handle,
+            self._catch_up(int(jobid), found, None,
                            f"Flux does not know job {native_id} (never submitted, or purged)")
 
     # -- machinery ----------------------------------------------------------------------
     def _request(self, call: Callable[[Any], _T], idempotent: bool) -> _T:
-        """``call(handle)`` on the executor's handle (caller holds ``_lock``). A handle
+        """``call(handle)`` on the executor's handle (caller holds ``_rpc_lock``). A handle
         whose connection broke is replaced by a new one, so the executor works again
         once the instance can be reached. The call is repeated when that is safe: it is
         ``idempotent``, or it was never sent (EPIPE); else its error is raised, as is
@@ -330,7 +338,8 @@ class FluxJobExecutor(JobExecutor):
 
     def _catch_up(self, jobid: int, eventlog: str | None, handle: Any, unknown: str) -> None:
         """Fold the events of a followed job's eventlog into its status (repeats change
-        nothing); without an eventlog, end it saying ``unknown`` (caller holds ``_lock``)."""
+        nothing); without an eventlog, end it saying ``unknown`` (caller holds ``_lock``;
+        ``handle``: see ``_apply``)."""
         if eventlog is None:
             self._end_unknown(jobid, unknown)
             return
@@ -406,7 +415,8 @@ class FluxJobExecutor(JobExecutor):
                timestamp: float, context: Mapping[str, Any],
                R: Mapping[str, Any] | None = None) -> None:
         """Fold one event into the status of the jobs following it (caller holds
-        ``_lock``; ``handle`` belongs to the calling thread)."""
+        ``_lock``). ``handle`` belongs to the calling thread (the watcher's); None: the
+        executor's own, taken with ``_rpc_lock``."""
         update = events.apply(name, timestamp, context, R)
         if events.done:
             self._jobs.pop(jobid, None)
@@ -427,9 +437,15 @@ class FluxJobExecutor(JobExecutor):
         status = update.status
         if status is None or status.exit_code is None or not 128 < status.exit_code < 192:
             return update
+        def lookup(h: Any) -> Any:
+            return self._flux_job.job_kvs_lookup(h, jobid, keys=["guest.exec.eventlog"],
+                                                 decode=False)
         try:
-            found = self._flux_job.job_kvs_lookup(handle, jobid, keys=["guest.exec.eventlog"],
-                                                  decode=False)
+            if handle is None:
+                with self._rpc_lock:
+                    found = self._request(lookup, idempotent=True)
+            else:
+                found = lookup(handle)
         except OSError as e:
             log.debug("Flux job %s: no exec eventlog (%s); exit code %s kept",
                       events.jobid, e, status.exit_code)
