@@ -10,6 +10,9 @@ alternating rounds (host, ssh, ssh, host, ...), each figure against its baseline
   trips the burst took over ssh (target <= 3);
 * ``distinct``: ``--distinct`` jobs of as many shapes (walltimes), so that no two share
   an array: the same figures (target >= 0.7);
+* ``raw_sbatch_ms``: a plain ``sbatch`` loop's cost per job on each side (the login
+  node's user may pay more per ``sbatch`` than this one: on the test machine, the
+  remote user is not root); its ratio bounds what ``distinct`` can reach;
 * ``end_to_callback``: ``--follow`` jobs of ``sleep 2`` over ssh: from each job's end
   (the mtime of the exit file its script writes there) to its final callback here, the
   median and spread (target <= 1.5 s), and the round trips per second while they run,
@@ -62,6 +65,22 @@ def submit_round(remote: bool, n: int, distinct: bool) -> tuple[float, int]:
         ids = sorted({str(j.native_id).split("_")[0] for j in jobs})
         getattr(ex, "host").run(["scancel", *ids], timeout=120, check=False)
     return elapsed, trips
+
+
+def raw_sbatch_ms(remote: bool, n: int = 50) -> float:
+    """Milliseconds per plain ``sbatch --hold --wrap true`` in a shell loop, run by the
+    executor's host (over ssh: as the login node's user, in one round trip): what the
+    scheduler itself costs each user, which hpcjobs cannot change."""
+    loop = (f'i=0; while [ $i -lt {n} ]; do sbatch --hold --wrap true || exit 1; '
+            f'i=$((i+1)); done')
+    with executor(remote) as ex:
+        host = getattr(ex, "host")
+        t0 = time.perf_counter()
+        out = host.run(["sh", "-c", loop], timeout=600).stdout
+        elapsed = time.perf_counter() - t0
+        ids = [line.split()[-1] for line in out.splitlines() if line.strip()]
+        host.run(["scancel", *ids], timeout=120, check=False)
+    return round(elapsed / n * 1000, 2)
 
 
 def follow_round(n: int) -> dict[str, Any]:
@@ -119,6 +138,9 @@ def main() -> None:
                         "ratio_spread": [round(min(rates[True]) / max(rates[False]), 2),
                                          round(max(rates[True]) / min(rates[False]), 2)],
                         "ssh_round_trips": trips}
+    host_ms, ssh_ms = raw_sbatch_ms(False), raw_sbatch_ms(True)
+    result["raw_sbatch_ms"] = {"host": host_ms, "ssh_user": ssh_ms,
+                               "ratio": round(host_ms / ssh_ms, 2)}
     result["end_to_callback"] = follow_round(args.follow)
     print(json.dumps(result))
 

@@ -18,6 +18,7 @@ import logging
 import os
 import tarfile
 import threading
+import time
 import uuid
 from typing import Callable, Mapping, Optional, Sequence, Union
 
@@ -34,6 +35,10 @@ from .ssh import SshConnection
 
 __all__ = ["SshHost", "RemoteFileError", "connect"]
 
+# make_dir's script: $2 = 1 when the directory may exist already
+_MKDIR = 'mkdir -m 700 "$1" || { [ "$2" = 1 ] && [ -d "$1" ]; }'
+# a new directory and its first files, from the tar on stdin (coalesce())
+_MKDIR_UNPACK = 'mkdir -m 700 "$1" && tar -xf - -C "$1"'
 # unpack the tar on stdin (one member, "x") beside the target $1 in $2, then rename it
 # over $1 (a directory it replaces is removed first)
 _UNPACK = ('d=$(dirname "$1") && mkdir -p "$d" && mkdir -m 700 "$2" && tar -xf - -C "$2" && '
@@ -187,8 +192,7 @@ class SshHost(Host):
     # -- changes: queued ---------------------------------------------------------------
     def make_dir(self, path: str, exist_ok: bool = False) -> None:
         """Make the directory ``path`` (0700); its parent must exist."""
-        script = 'mkdir -m 700 "$1" || { [ "$2" = 1 ] && [ -d "$1" ]; }'
-        self._queue(Run(["sh", "-c", script, "sh", path, "1" if exist_ok else "0"]))
+        self._queue(Run(["sh", "-c", _MKDIR, "sh", path, "1" if exist_ok else "0"]))
 
     def write_file(self, path: str, data: bytes, mode: int = FILE_MODE,
                    exclusive: bool = True) -> None:
@@ -317,6 +321,7 @@ class SshHost(Host):
         with self._order:
             with self._lock:
                 queued, self._queued = self._queued, []
+            queued = coalesce(queued)
             try:
                 results = self.connection.batch([*queued, *ops], timeout=timeout,
                                                 meanwhile=meanwhile, guard=len(queued))
@@ -346,6 +351,59 @@ def connect(url: str, options: Sequence[str] = ()) -> SshHost:
         CONNECTIONS.release(connection)
         raise
     return host
+
+
+def coalesce(ops: Sequence[Op]) -> list[Op]:
+    """``ops`` with each new directory (a ``make_dir``) and the files then written into
+    it made by one ``mkdir`` and one ``tar``: a job directory costs two processes there,
+    not two or three a file. The meanings stay: the directory must not exist (so neither
+    do its files) and its parent must; a removal of a file not yet written there is
+    nothing to do."""
+    out: list[Op] = []
+    i = 0
+    while i < len(ops):
+        op = ops[i]
+        directory = _new_directory(op)
+        if directory is not None:
+            files: dict[str, WriteFile] = {}
+            j = i + 1
+            while j < len(ops):
+                nxt = ops[j]
+                path = getattr(nxt, "path", None)
+                if not isinstance(path, str) or os.path.dirname(path) != directory:
+                    break
+                name = os.path.basename(path)
+                if isinstance(nxt, WriteFile) and name not in files:
+                    files[name] = nxt
+                elif not (isinstance(nxt, Remove) and name not in files):
+                    break
+                j += 1
+            if len(files) >= 2:
+                out.append(Run(["sh", "-c", _MKDIR_UNPACK, "sh", directory],
+                               input=_tar(files)))
+                i = j
+                continue
+        out.append(op)
+        i += 1
+    return out
+
+
+def _new_directory(op: Op) -> Optional[str]:
+    """The directory an exclusive ``make_dir`` queued, else None."""
+    if isinstance(op, Run) and len(op.argv) == 6 and op.argv[2] == _MKDIR and op.argv[5] == "0":
+        return str(op.argv[4])
+    return None
+
+
+def _tar(files: Mapping[str, WriteFile]) -> bytes:
+    buffer = io.BytesIO()
+    now = time.time()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, op in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(op.data), op.mode or FILE_MODE, now
+            tar.addfile(info, io.BytesIO(op.data))
+    return buffer.getvalue()
 
 
 def _unsent(args: list[str], e: SshError) -> CommandError:
