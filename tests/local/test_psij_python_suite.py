@@ -1,0 +1,27 @@
+"""psij-python 0.9.11's own test suite passes on hpcjobs's local executor, with the
+``single``, ``multiple`` and (where OpenMPI's mpirun is installed) ``mpirun`` launchers,
+through the ``psij`` alias; what does not pass is listed with its reason in
+tests/psij_python_harness/psij_suite_plugin.py (tests/psij_python_suite.py runs it)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from psij_python_suite import IN_CI, run_suite, unexplained_skips
+
+
+def test_psij_python_suite_on_local(tmp_path: Path) -> None:
+    launchers = ["single", "multiple"]
+    if shutil.which("mpirun"):
+        launchers.append("mpirun")
+    elif IN_CI:
+        pytest.fail("mpirun is needed under CI=true (the mpirun launcher's tests)")
+    outcomes = run_suite(tmp_path, [f"local:{name}" for name in launchers])
+    assert not unexplained_skips(outcomes)
+    # each launcher ran the executor tests
+    for name in launchers:
+        assert outcomes[f"tests/test_executor.py::test_simple_job[local:{name}]"]["outcome"] \
+            == "passed"
