@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Set, Tuple, Type
 import pytest
 
 from executor_test_params import ExecutorTestParams
+from hpcjobs import InvalidJobException
 
 _SCRIPT_API = ("hpcjobs's BatchSchedulerExecutor has other hooks than psij-python's: no "
                "generate_submit_script or _create_script_context (docs/psij-compat.md, "
@@ -36,9 +37,16 @@ EXPECTED: Dict[str, Tuple[str, str, Optional[Type[BaseException]]]] = {
                                      "and hpcjobs finds plugins through entry points, not "
                                      "psij-descriptors folders (docs/psij-compat.md)"), None),
     "test_issue_387_*.py::*": ("skip", _NOT_IN_SDIST.format("the .run scripts it runs"), None),
-    **{f"test_resources.py::test_nodes[[]slurm:{launcher}]": (
-        "skip", "it asks for 2 nodes; the test Slurm cluster (scripts/slurm-cluster.sh) has one",
-        None) for launcher in ("mpirun", "srun")},
+    **{f"test_resources.py::test_nodes[[]{executor}:{launcher}]": (
+        "skip", f"it asks for 2 nodes; the test {executor} cluster has one", None)
+       for executor in ("slurm", "pbs") for launcher in ("mpirun", "srun")},
+    "test_resources.py::test_memory[[]pbs:*": (
+        "xfail", "memory is per node in hpcjobs, and without a node count PBS chunks are per "
+                 "process: hpcjobs refuses memory without node_count rather than guess "
+                 "(docs/pbs.md)", InvalidJobException),
+    "test_resources.py::test_memory[[]flux:*": (
+        "xfail", "a Flux V1 jobspec cannot request memory: hpcjobs refuses it rather than "
+                 "drop it (docs/flux.md)", InvalidJobException),
     "test_callbacks.py::TestCallbacks::*": (
         "xfail", "hpcjobs reports STAGE_IN, STAGE_OUT and CLEANUP (psij-python's staging "
                  "states) for every job, so a job's callbacks see 6 states, not 3 "
