@@ -91,6 +91,13 @@ def unpack_tests(sdist: Path, into: Path) -> Path:
     return tests
 
 
+#: the bound on one psij-python test (a job waits up to 10 minutes for a busy batch
+#: queue: _test_tools._get_timeout) and on the whole run, which the callers' own
+#: pytest timeout must exceed (a batch queue shared with other work may be slow)
+TEST_TIMEOUT = 900
+RUN_TIMEOUT = 3000
+
+
 def run_suite(tmp_path: Path, executors: list[str], *pytest_args: str) -> dict[str, dict[str, str]]:
     """Run the suite with ``execparams`` set to each ``EXECUTOR:LAUNCHER`` in
     ``executors``; returns each test's outcome and reason, after checking that none
@@ -106,9 +113,11 @@ def run_suite(tmp_path: Path, executors: list[str], *pytest_args: str) -> dict[s
     (tmp_path / "home").mkdir()
     cmd = [sys.executable, "-m", "hpcjobs.psij_alias", "-m", "pytest", "-p", "psij_suite_plugin",
            "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-ra",
+           "--timeout", str(TEST_TIMEOUT),
            "--psij-executors", ",".join(executors), "--psij-results", str(results),
            *pytest_args, str(tests)]
-    p = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
+    p = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=RUN_TIMEOUT)
     print(p.stdout[-20000:], p.stderr[-5000:])
     assert results.exists(), "psij-python's suite did not run"
     outcomes: dict[str, dict[str, str]] = json.loads(results.read_text())
@@ -129,3 +138,20 @@ def unexplained_skips(outcomes: dict[str, dict[str, str]]) -> dict[str, str]:
     """Skips that are neither psij-python's own nor listed in the harness's EXPECTED."""
     return {k: o["reason"] for k, o in outcomes.items() if o["outcome"] == "skipped"
             and not o["listed"] and not o["reason"].startswith(THEIR_SKIPS)}
+
+
+def check_suite(tmp_path: Path, executor: str, launchers: list[str],
+                *pytest_args: str) -> None:
+    """Run the suite on ``executor`` with each of ``launchers``: nothing fails, nothing
+    skips unexplained, and each launcher ran a job."""
+    outcomes = run_suite(tmp_path, [f"{executor}:{name}" for name in launchers], *pytest_args)
+    assert not unexplained_skips(outcomes)
+    for name in launchers:
+        key = f"tests/test_executor.py::test_simple_job[{executor}:{name}]"
+        assert outcomes[key]["outcome"] == "passed"
+
+
+def check_executor_tests(tmp_path: Path, executor: str, launchers: list[str]) -> None:
+    """:func:`check_suite` for the tests that take an executor only (the others are
+    the local run's)."""
+    check_suite(tmp_path, executor, launchers, "--psij-execparams-only")

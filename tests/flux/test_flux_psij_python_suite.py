@@ -7,15 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from psij_python_suite import run_suite, unexplained_skips
+import pytest
 
-LAUNCHERS = ("single", "multiple")
+from psij_python_suite import RUN_TIMEOUT, check_executor_tests
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(RUN_TIMEOUT + 60)
 def test_psij_python_suite_on_flux(flux_uri: str, tmp_path: Path) -> None:
-    outcomes = run_suite(tmp_path, [f"flux:{name}" for name in LAUNCHERS],
-                         "--psij-execparams-only")
-    assert not unexplained_skips(outcomes)
-    for name in LAUNCHERS:
-        assert outcomes[f"tests/test_executor.py::test_simple_job[flux:{name}]"]["outcome"] \
-            == "passed"
+    check_executor_tests(tmp_path, "flux", ["single", "multiple"])

@@ -10,18 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from psij_python_suite import IN_CI, run_suite, unexplained_skips
+from psij_python_suite import IN_CI, RUN_TIMEOUT, check_suite
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(RUN_TIMEOUT + 60)
 def test_psij_python_suite_on_local(tmp_path: Path) -> None:
     launchers = ["single", "multiple"]
     if shutil.which("mpirun"):
         launchers.append("mpirun")
     elif IN_CI:
         pytest.fail("mpirun is needed under CI=true (the mpirun launcher's tests)")
-    outcomes = run_suite(tmp_path, [f"local:{name}" for name in launchers])
-    assert not unexplained_skips(outcomes)
-    # each launcher ran the executor tests
-    for name in launchers:
-        assert outcomes[f"tests/test_executor.py::test_simple_job[local:{name}]"]["outcome"] \
-            == "passed"
+    check_suite(tmp_path, "local", launchers)
