@@ -155,3 +155,7 @@ def check_executor_tests(tmp_path: Path, executor: str, launchers: list[str]) ->
     """:func:`check_suite` for the tests that take an executor only (the others are
     the local run's)."""
     check_suite(tmp_path, executor, launchers, "--psij-execparams-only")
+
+
+#: the marks of a test module that runs the suite: it takes minutes, more on a busy queue
+SUITE_MARKS = [pytest.mark.slow, pytest.mark.timeout(RUN_TIMEOUT + 60)]

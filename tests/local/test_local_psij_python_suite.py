@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from psij_python_suite import IN_CI, RUN_TIMEOUT, check_suite
+from psij_python_suite import IN_CI, SUITE_MARKS, check_suite
+
+pytestmark = SUITE_MARKS
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(RUN_TIMEOUT + 60)
 def test_psij_python_suite_on_local(tmp_path: Path) -> None:
     launchers = ["single", "multiple"]
     if shutil.which("mpirun"):

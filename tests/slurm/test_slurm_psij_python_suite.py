@@ -7,12 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
+from psij_python_suite import SUITE_MARKS, check_executor_tests
 
-from psij_python_suite import RUN_TIMEOUT, check_executor_tests
+pytestmark = SUITE_MARKS
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(RUN_TIMEOUT + 60)
 def test_psij_python_suite_on_slurm(slurm_cluster: str, tmp_path: Path) -> None:
     check_executor_tests(tmp_path, "slurm", ["single", "multiple", "mpirun", "srun"])
