@@ -28,10 +28,12 @@ from types import ModuleType
 ALIAS = "psij"
 
 # psij-python module names whose hpcjobs counterpart has another name (each batch
-# backend is a package of its own in hpcjobs, not a module of executors.batch)
+# backend is a package of its own in hpcjobs, not a module of executors.batch; the
+# launchers' base class lives with the launchers)
 RENAMED = {
     "psij.executors.batch.slurm": "hpcjobs.executors.slurm",
     "psij.executors.batch.pbs": "hpcjobs.executors.pbs",
+    "psij.launcher": "hpcjobs.launchers.base",
 }
 
 

@@ -24,6 +24,8 @@ assert psij_alias.installed()
 assert psij is hpcjobs and psij.job_spec is hpcjobs.job_spec
 assert SlurmJobExecutor is hpcjobs.executors.slurm.SlurmJobExecutor
 assert issubclass(SlurmJobExecutor, BatchSchedulerExecutor)
+from psij.launcher import Launcher
+assert Launcher is hpcjobs.Launcher
 # hpcjobs's modules keep their own identity
 assert hpcjobs.job_spec.__spec__.name == "hpcjobs.job_spec", hpcjobs.job_spec.__spec__
 assert psij.JobSpec("/bin/true").executable == "/bin/true"
