@@ -13,6 +13,7 @@ stand-ins and the table of expected outcomes in tests/psij_python_harness/.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -47,12 +48,14 @@ def _unavailable(message: str) -> None:
 
 
 def fetch_sdist() -> Path:
-    """The cached sdist, downloaded by pip if missing (pip checks the pinned hash
-    before it runs anything of the package)."""
+    """The cached sdist, downloaded by pip if missing or not the pinned file (pip
+    checks the pinned hash before it runs anything of the package)."""
     cache = _cache_dir()
     sdist = cache / SDIST
     if sdist.exists():
-        return sdist
+        if hashlib.sha256(sdist.read_bytes()).hexdigest() == SHA256:
+            return sdist
+        sdist.unlink()  # a partial or altered download: fetch it again
     cache.mkdir(parents=True, exist_ok=True)
     requirement = cache / "psij-python.txt"
     requirement.write_text(f"psij-python=={VERSION} --hash=sha256:{SHA256}\n")
