@@ -325,8 +325,15 @@ class SshHost(Host):
             try:
                 results = self.connection.batch([*queued, *ops], timeout=timeout,
                                                 meanwhile=meanwhile, guard=len(queued))
-            except SshConnectionLost as e:
-                e.completed = e.completed[len(queued):]  # (those of ``ops`` only)
+            except SshError as e:
+                # the changes not known done go with the next round trip, first (the
+                # commands that need them may be sent by another thread meanwhile:
+                # without their files they would run half-made jobs)
+                done = len(e.completed) if isinstance(e, SshConnectionLost) else 0
+                with self._lock:
+                    self._queued[:0] = queued[done:]
+                if isinstance(e, SshConnectionLost):
+                    e.completed = e.completed[len(queued):]  # (those of ``ops`` only)
                 raise
         for r in results[:len(queued)]:
             if not r.ok:

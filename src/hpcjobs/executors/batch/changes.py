@@ -39,12 +39,16 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from typing import Optional
 
 from .host import Host
 
 __all__ = ["ChangeNotes"]
 
 CHANGES = "changes"
+#: looks between two listings of the notes directory even when its mtime stays (a
+#: file system whose mtimes are coarse may hide a new host's file that long)
+_RELIST = 20
 
 
 class ChangeNotes:
@@ -58,6 +62,10 @@ class ChangeNotes:
         #: per notes file: its identity and the bytes of it taken (whole lines)
         self._taken: dict[str, tuple[tuple[int, int], int]] = {}
         self._again: list[str] = []
+        # the directory's mtime when it was last listed, and the takes since: a file
+        # is added when a new host first notes, which changes the directory's mtime
+        self._listed: Optional[float] = None
+        self._unlisted = 0
 
     def directory(self) -> Path:
         """The directory whose files job scripts append their notes to (it is created
@@ -78,14 +86,26 @@ class ChangeNotes:
         names, self._again = self._again, []
         if not self._made:
             return names
-        files = self._host.list_dir(os.fspath(self.path))
-        if files is None:  # removed from outside: make it again on next use
-            self._made = False
-            self._taken.clear()
-            return names
+        # the files known, and the directory itself, in one read: listed again only
+        # if its mtime moved (one round trip a look over ssh, not two)
+        files = list(self._taken)
         paths = [os.path.join(self.path, f) for f in files]
-        offsets = [self._taken[f][1] if f in self._taken else 0 for f in files]
-        for name, path, found in zip(files, paths, self._host.read_files(paths, offsets)):
+        offsets = [self._taken[f][1] for f in files]
+        here, *read = self._host.read_files([os.fspath(self.path), *paths], [0, *offsets])
+        self._unlisted += 1
+        if here is None or here.mtime != self._listed or self._unlisted >= _RELIST:
+            listed = self._host.list_dir(os.fspath(self.path))
+            if here is None or listed is None:  # removed from outside: made again on next use
+                self._made = False
+                self._taken.clear()
+                self._listed = None
+                return names
+            self._listed, self._unlisted = here.mtime, 0
+            new = [f for f in listed if f not in self._taken]
+            new_paths = [os.path.join(self.path, f) for f in new]
+            files, paths, offsets = files + new, paths + new_paths, offsets + [0] * len(new)
+            read += self._host.read_files(new_paths) if new else []
+        for name, path, found in zip(files, paths, read):
             known = self._taken.get(name)
             if found is not None and known is not None and found.identity != known[0]:
                 found, known = self._host.read_files([path])[0], None  # replaced: from its start

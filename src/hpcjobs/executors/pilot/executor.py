@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -81,6 +82,11 @@ class PilotJobExecutor(JobExecutor):
             self._allocation.attach(pilot_config.attach)
         else:
             self._allocation.start()
+        # an executor never closed (dropped, or its program ended without close())
+        # leaves no allocation holding nodes to its walltime: its pilot is cancelled at
+        # exit, unless the user detaches pilots (on_close='detach', to attach later)
+        self._abandoned = (weakref.finalize(self, _cancel_abandoned, self._allocation)
+                           if pilot_config.on_close != "detach" else None)
 
     # -- the API ------------------------------------------------------------------------
     @property
@@ -303,6 +309,8 @@ class PilotJobExecutor(JobExecutor):
             flux.close()
 
     def _close(self) -> None:
+        if self._abandoned is not None:
+            self._abandoned.detach()
         mode = self._pilot_config.on_close
         if mode != "detach" and self._end_reason is None:
             with self._lock:
@@ -321,3 +329,12 @@ class PilotJobExecutor(JobExecutor):
         self._checker_done = True
         self._checker.stop()
         self._allocation.close()
+
+
+def _cancel_abandoned(allocation: Allocation) -> None:
+    """The pilot of an executor that was never closed: cancelled (at exit)."""
+    try:
+        allocation.cancel()
+    except Exception as e:  # (at exit: say it, never raise)
+        log.warning("pilot %s: not cancelled at exit: %s", allocation.native_id, e)
+

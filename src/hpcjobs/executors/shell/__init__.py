@@ -23,8 +23,10 @@ from ..batch import BatchSchedulerExecutor, JobDir, NativeStatus, Scheduler
 __all__ = ["ShellExecutor", "Shell"]
 
 # started in a session of its own, so that cancel reaches every process the job made;
-# its output (until the script redirects it) goes to batch.out, as a scheduler's would
-_START = 'setsid /bin/sh "$1" </dev/null >"$2" 2>&1 & echo $!'
+# its output (until the script redirects it) goes to batch.out, as a scheduler's would;
+# a script that is not there (its files lost with a connection) is no job
+_START = ('[ -f "$1" ] || { echo "no job script $1" >&2; exit 1; }; '
+          'setsid /bin/sh "$1" </dev/null >"$2" 2>&1 & echo $!')
 
 
 class Shell(Scheduler):
