@@ -4,6 +4,7 @@ fails, and a new master after the old one is killed mid-use."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -13,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -246,25 +248,36 @@ def test_killed_mid_use_the_round_trip_fails_and_the_next_reconnects(conn: SshCo
     assert master is not None
     outcome: list[BaseException | object] = []
 
+    # (a duration of its own: other tests and runs use the login node's user meanwhile,
+    # and only this session's processes may be killed)
+    mine = f"60.{os.getpid()}{threading.get_ident() % 1000}"
+
     def use() -> None:
         try:
-            outcome.append(conn.batch([Run(["echo", "first"]), Run(["sleep", "60"]),
+            outcome.append(conn.batch([Run(["echo", "first"]), Run(["sleep", mine]),
                                        Run(["echo", "never"])]))
         except BaseException as e:  # noqa: BLE001 - handed to the test thread
             outcome.append(e)
 
     t = threading.Thread(target=use)
     t.start()
+    sleeper = None
     for _ in range(200):  # until the remote sleep runs
-        if subprocess.run(["pgrep", "-u", login.user, "-x", "sleep"], capture_output=True).returncode == 0:
+        sleeper = _own_process(login.user, ["sleep", mine])
+        if sleeper is not None:
             break
         time.sleep(0.05)
+    assert sleeper is not None
     # the multiplexing master here, and the server's child serving the session there
     os.kill(master, signal.SIGKILL)
-    subprocess.run(["pkill", "-KILL", "-u", login.user, "-x", "sshd"])
+    for parent in sleeper.parents():
+        if parent.name() == "sshd" and parent.username() == login.user:
+            parent.kill()
+            break
     t.join(60)
     assert not t.is_alive()
-    subprocess.run(["pkill", "-KILL", "-u", login.user, "-x", "sleep"])
+    with contextlib.suppress(psutil.NoSuchProcess):
+        sleeper.kill()
     (e,) = outcome
     assert isinstance(e, SshConnectionLost) and e.transient
     assert [r.stdout for r in e.completed] == [b"first\n"]
@@ -277,7 +290,8 @@ def test_retry_runs_a_safe_batch_again_on_a_new_connection(conn: SshConnection, 
     # the first run leaves a marker and hangs until its connection is killed; the retry
     # finds the marker and answers at once
     marker = os.fsdecode(remote_dir) + "/first-run"
-    script = 'if [ -e "$1" ]; then echo retried; else touch "$1"; exec sleep 30; fi'
+    mine = f"30.{os.getpid()}"  # (only this test's sleep is killed afterwards)
+    script = f'if [ -e "$1" ]; then echo retried; else touch "$1"; exec sleep {mine}; fi'
     master = conn.master_pid
     assert master is not None
 
@@ -294,7 +308,9 @@ def test_retry_runs_a_safe_batch_again_on_a_new_connection(conn: SshConnection, 
     before = conn.round_trips
     r = conn.batch([Run(["sh", "-c", script, "sh", marker])], retry=True)
     t.join()
-    subprocess.run(["pkill", "-KILL", "-u", login.user, "-x", "sleep"])
+    sleeper = _own_process(login.user, ["sleep", mine])
+    if sleeper is not None:
+        sleeper.kill()
     assert r[0].stdout == b"retried\n"
     assert conn.round_trips == before + 2 and conn.logins == 2
 
@@ -307,3 +323,12 @@ def test_large_files_arrive_whole(conn: SshConnection, remote_dir: bytes) -> Non
     assert all(x.ok for x in r)
     assert Path(os.fsdecode(remote_dir + b"/text")).read_bytes() == text
     assert Path(os.fsdecode(remote_dir + b"/bin")).read_bytes() == binary
+
+
+def _own_process(user: str, cmdline: list[str]) -> "psutil.Process | None":
+    """The process of ``user`` running exactly ``cmdline``, if there is one."""
+    for p in psutil.process_iter(["username", "cmdline"]):
+        if p.info["username"] == user and p.info["cmdline"] == cmdline:
+            return p
+    return None
+
