@@ -17,8 +17,8 @@ from hpcjobs.errors import InvalidJobStateError
 from hpcjobs.executors.flux.events import HELD_REASON, JobEvents
 
 WAIT = 60.0  # generous bound for waits; never a timing assertion
-#: how long a held job is watched not starting (a free Flux starts one within a second)
-HELD_WAIT = 5.0
+#: how long a held job is watched not starting, 30 s (a free Flux starts one within a second)
+HELD_WAIT = 30.0
 
 
 def marker_job(tmp_path: Path) -> tuple[Job, Path]:

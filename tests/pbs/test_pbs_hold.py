@@ -13,9 +13,9 @@ from hpcjobs.errors import InvalidJobStateError
 
 from pbs_helpers import WAIT, qstat, running_blocker, wait_until
 
-#: how long a held job is watched not starting (PBS runs an eligible job at once when
+#: how long a held job is watched not starting, 30 s (PBS runs an eligible job at once when
 #: its node is free: qsub, qrls and a job's end start a scheduling cycle)
-HELD_WAIT = 10.0
+HELD_WAIT = 30.0
 
 
 def marker_job(tmp_path: Path) -> tuple[Job, Path]:

@@ -14,9 +14,9 @@ from hpcjobs.errors import InvalidJobStateError
 
 from slurm_helpers import WAIT, squeue_state, wait_until
 
-#: how long a held job is watched not starting (an eligible job starts within seconds
+#: how long a held job is watched not starting, 30 s (an eligible job starts within seconds
 #: here: batch_sched_delay=0, the node idle between tests)
-HELD_WAIT = 10.0
+HELD_WAIT = 30.0
 
 
 def marker_job(tmp_path: Path, **attributes: object) -> tuple[Job, Path]:
