@@ -7,7 +7,8 @@ messages takes 1e-9 s) and the executor's (10 GBps: 1e-10 s, within SimGrid's ti
 precision) run, so a grouping rule fitted to one cannot break the other unseen.
 
 On the executor's platform each run takes a fresh seed, printed in the failure message
-(``HPCJOBS_DIFF_SEED`` replays one). On the benchmark's, two timers exactly 1e-9 s
+(``HPCJOBS_DIFF_SEED`` replays one); a first difference at a job submitted at the
+instant another ended is the known, clock-decided one (an expected failure, saying so). On the benchmark's, two timers exactly 1e-9 s
 apart meet SimGrid's timing precision, and which way Batsim goes depends on rounding in
 its clock (docs/sim.md, "Known differences from Batsim"): a few fresh seeds in a hundred
 meet one, so that platform runs fixed seeds that do not (two of them failed before the
@@ -79,5 +80,19 @@ def test_large_workloads_have_the_same_outcomes_as_real_batsim(platform: str, fi
     ours = run(case, EMBEDDED, tmp_path / "sim", timeout=300)
     assert real.returncode == 0 and len(real.rows) == JOBS, real.stderr[-2000:]
     bad = differing(real.rows, ours.rows)
-    assert not bad, (f"seed {seed} ({platform} platform, {JOBS} jobs; replay with HPCJOBS_DIFF_SEED={seed}): "
-                     f"{len(bad)} jobs differ, from job {bad[0]}")
+    where = (f"seed {seed} ({platform} platform, {JOBS} jobs; replay with HPCJOBS_DIFF_SEED={seed}): "
+             f"{len(bad)} jobs differ, from job {bad[0] if bad else None}")
+    ending = coinciding_end(real.rows, bad[0]) if bad else None
+    if ending is not None:
+        # a known difference (docs/sim.md): the first job to differ was submitted at the
+        # instant another ended, and which of the two SimGrid's drifting clock put first
+        # decides; anything else that differs is a rule of ours to fix
+        pytest.xfail(f"{where}: submitted at the instant job {ending} ended "
+                     "(docs/sim.md, known differences)")
+    assert not bad, where
+
+
+def coinciding_end(rows: list[dict[str, str]], job: str) -> str | None:
+    """A job that ended at the instant ``job`` was submitted, by real Batsim's output."""
+    submitted = next(r["submission_time"] for r in rows if r["job_id"] == job)
+    return next((r["job_id"] for r in rows if r["finish_time"] == submitted), None)
