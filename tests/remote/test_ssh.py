@@ -268,12 +268,16 @@ def test_killed_mid_use_the_round_trip_fails_and_the_next_reconnects(conn: SshCo
             break
         time.sleep(0.05)
     assert sleeper is not None
-    # the multiplexing master here, and the server's child serving the session there
+    # the server's child serving the session there (found while the session lives)
+    server = None
+    with contextlib.suppress(psutil.NoSuchProcess):
+        server = next((p for p in sleeper.parents()
+                       if p.name() == "sshd" and p.username() == login.user), None)
+    # the multiplexing master here, then that child there
     os.kill(master, signal.SIGKILL)
-    for parent in sleeper.parents():
-        if parent.name() == "sshd" and parent.username() == login.user:
-            parent.kill()
-            break
+    if server is not None:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            server.kill()
     t.join(60)
     assert not t.is_alive()
     with contextlib.suppress(psutil.NoSuchProcess):
