@@ -12,6 +12,9 @@ import pytest
 from ssh_login import Login
 from hpcjobs.errors import CommandError
 from hpcjobs.remote import RemoteFileError, SshConnection, SshHost
+from hpcjobs.remote.errors import SshError
+from hpcjobs.remote.login import PROBE, RemoteLogin, read_login
+from hpcjobs.remote.ops import Result
 from hpcjobs.remote.shared import SharedConnections
 
 
@@ -175,3 +178,27 @@ def test_bytes_that_do_not_add_up_fall_back_to_reading_each_file() -> None:
     assert split_many(out + b"d", [0, 0, 0], 10) is None  # grew between stat and cat
     assert split_many(out[:-1], [0, 0, 0], 10) is None    # shrank, or vanished
     assert split_many(b"11\n" + out[4:], [0, 0], 10) is None  # a file where stat saw a directory
+
+
+def test_the_login_probe_is_one_round_trip_and_says_who_is_there(conn: SshConnection,
+                                                                 login: Login) -> None:
+    host = SshHost(conn)
+    before = conn.round_trips
+    found = host.login()
+    assert (found.name, found.home) == (login.user, os.path.expanduser(f"~{login.user}"))
+    assert host.user() == (found.uid, login.user) and found.uid != os.getuid()
+    assert host.expand_user("~/x") == f"{found.home}/x"
+    assert conn.round_trips == before + 1
+
+
+def test_a_login_without_env_0_is_read_a_line_a_variable() -> None:
+    # (results as an old ``env`` without -0 prints them: no remote host shows this)
+    out = Result(PROBE[0], 0, b"HOME=/home/u\nPATH=/bin:/usr/bin\n")
+    found = read_login([out, *found_ids()], "h")
+    assert found == RemoteLogin({"HOME": "/home/u", "PATH": "/bin:/usr/bin"}, 1001, "u")
+    with pytest.raises(SshError, match="no HOME in the environment on h"):
+        read_login([Result(PROBE[0], 0, b"PATH=/bin\n"), *found_ids()], "h")
+
+
+def found_ids() -> list[Result]:
+    return [Result(PROBE[1], 0, b"1001\n"), Result(PROBE[2], 0, b"u\n")]

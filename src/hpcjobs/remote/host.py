@@ -32,6 +32,7 @@ from ..private import DIR_MODE, FILE_MODE
 from .errors import SshConnectionLost, SshError
 from .ops import ListDir, MakeDirs, Op, Remove, Result, Run, StatRead, StatReadMany, WriteFile
 from .ssh import SshConnection
+from .login import PROBE, RemoteLogin, read_login
 
 __all__ = ["SshHost", "RemoteFileError", "connect"]
 
@@ -70,42 +71,34 @@ class SshHost(Host):
         self._lock = threading.Lock()  # guards _queued
         self._order = threading.RLock()  # (an RLock: ``meanwhile`` may send from within)
         self._queued: list[Op] = []
-        self._environ: Optional[dict[str, str]] = None
-        self._user: Optional[tuple[int, str]] = None
+        self._login: Optional[RemoteLogin] = None
         self._scripts: Optional[str] = None
 
     # -- what the other side is ----------------------------------------------------------
     def environ(self) -> Mapping[str, str]:
         """The environment a command run there over ssh starts with (that of a
         non-interactive login: the remote shell's startup files as ssh runs them), read
-        once (``env -0``, GNU or BusyBox) and kept while the host lives; an SshError
+        once (:meth:`login`) and kept while the host lives; an SshError
         (a SubmitException) if it cannot be."""
-        if self._environ is None:
-            results = self._send([Run(["env", "-0"]), Run(["id", "-u"]), Run(["id", "-un"])], 60.0)
-            for r in results:
-                r.check(self.where)
-            found = {}
-            for entry in results[0].stdout.split(b"\0"):
-                name, sep, value = entry.partition(b"=")
-                if sep:
-                    found[os.fsdecode(name)] = os.fsdecode(value)
-            if "HOME" not in found:
-                raise SshError(f"no HOME in the environment on {self.where}")
-            self._user = int(results[1].text), results[2].text.strip()
-            self._environ = found
-        return self._environ
+        return self.login().environ
+
+    def login(self) -> RemoteLogin:
+        """The login's environment and user (:data:`~hpcjobs.remote.login.PROBE`), read
+        in one round trip on first use and kept while the host lives."""
+        if self._login is None:
+            self._login = read_login(self._send(list(PROBE), 60.0), self.where)
+        return self._login
 
     def user(self) -> tuple[int, str]:
         """The id and name of the user the commands run as there (``id``)."""
-        self.environ()
-        assert self._user is not None
-        return self._user
+        login = self.login()
+        return login.uid, login.name
 
     def expand_user(self, path: str) -> str:
         """``path`` with a leading ``~`` (or ``~/``) replaced by the home directory there
         (``~user`` is not expanded: the remote account database is not read)."""
         if path == "~" or path.startswith("~/"):
-            return self.environ()["HOME"] + path[1:]
+            return self.login().home + path[1:]
         return path
 
     def make_dirs(self, path: str) -> None:

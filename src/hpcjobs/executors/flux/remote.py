@@ -9,9 +9,10 @@ instead: flux-core signs a jobspec with the uid of the process that submits it, 
 the instance refuses a signer that is not the user it talks to (the local uid means
 nothing there; a system instance wants a MUNGE credential of that host).
 
-When the executor is made, one round trip surveys the host (``_SURVEY``): it finds
-``flux`` and the instance's socket, says who the user is, where their home is and
-what environment a login gets, and writes the package's files the jobs read
+When the executor is made, one round trip surveys the host: ``_SURVEY`` finds
+``flux`` and the instance's socket, the shared login probe
+(:mod:`hpcjobs.remote.login`) says who the user is and what environment a login gets,
+and the same round trip writes the package's files the jobs read
 (ranks.sh, cwd.lua, the launchers' scripts: ``jobspec.SHIPPED``) under
 ``~/.hpcjobs/flux/<digest>/`` there, in the package's layout (they find each other by
 relative paths), named by content so that versions side by side never clash. Anything missing is a clear error then, not later.
@@ -28,6 +29,7 @@ from typing import Any, Optional
 
 from ...errors import InvalidJobException, SubmitException
 from ...remote.errors import RemoteCommandError, SshConnectionLost, SshError
+from ...remote.login import PROBE, read_login
 from ...remote.ops import MakeDirs, Op, Result, Run, WriteFile
 from ...remote.ssh import SshConnection
 from ...remote.tunnel import StdioTunnel, plain_words
@@ -40,8 +42,8 @@ __all__ = ["RemoteFlux"]
 log = logging.getLogger(__name__)
 
 #: run with ``sh -c`` on the remote host, arguments: the flux command ('' to look for
-#: it) and the socket ('' for the system instance). Prints the uid, the directory a
-#: login starts in, the flux command and the socket, one a line.
+#: it) and the socket ('' for the system instance). Prints the directory a login starts
+#: in, the flux command and the socket, one a line.
 _SURVEY = r"""
 flux=$1 sock=$2
 if [ -z "$flux" ]; then
@@ -59,10 +61,8 @@ if [ -z "$sock" ]; then
   sock=$rundir/local
 fi
 [ -S "$sock" ] || { echo "no Flux instance there: $sock is not a socket" >&2; exit 4; }
-id -u && pwd && printf '%s\n%s\n' "$flux" "$sock"
+pwd && printf '%s\n%s\n' "$flux" "$sock"
 """
-#: the login's environment, NUL-separated (GNU, BusyBox), else one variable a line
-_ENVIRONMENT = "env -0 2>/dev/null || env"
 #: the survey's exit codes: the flux command is missing; no instance at the socket
 _NO_FLUX, _NO_INSTANCE = 127, 4
 
@@ -93,28 +93,27 @@ class RemoteFlux:
         files = {shipped_name(path): path.read_bytes() for path in SHIPPED}
         digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
         folder = f".hpcjobs/flux/{digest}"  # (relative: to the home a login starts in)
-        ops: list[Op] = [Run(["sh", "-c", _SURVEY, "sh", flux, socket]), Run(["sh", "-c", _ENVIRONMENT])]
+        ops: list[Op] = [Run(["sh", "-c", _SURVEY, "sh", flux, socket]), *PROBE]
         for name in sorted({os.path.dirname(name) for name in files}):
             ops.append(MakeDirs(f"{folder}/{name}", 0o700))
         ops += [WriteFile(f"{folder}/{name}", data, 0o644) for name, data in files.items()]
         results = self.connection.batch(ops, timeout=60, retry=True, guard=1)
-        survey = results[0]
+        survey, probed = results[0], results[1:1 + len(PROBE)]
         if not survey.ok:
             raise self._survey_error(survey, socket)
-        for result in results[2:]:  # the shell files written
+        for result in results[1 + len(PROBE):]:  # the shell files written
             result.check(str(self.target))
         lines = survey.text.splitlines()
-        if len(lines) != 4:
+        if len(lines) != 3:
             raise SubmitException(f"{self.target}: unexpected answer from the remote "
                                   f"host's shell: {survey.text[-500:]!r}")
-        userid, home, flux_path, socket_path = lines
+        start, flux_path, socket_path = lines
         plain_words([flux_path, socket_path], f"the Flux instance at {self.target}")
-        environ = _environment(results[1])
-        site = FluxSite(environ, environ.get("HOME", home), home, flux_path,
-                        f"{home}/{folder}")
+        login = read_login(probed, str(self.target))
+        site = FluxSite(login.environ, login.home, start, flux_path, f"{start}/{folder}")
         log.debug("Flux at %s: %s, socket %s, uid %s", self.target, flux_path,
-                  socket_path, userid)
-        return site, userid, socket_path
+                  socket_path, login.uid)
+        return site, str(login.uid), socket_path
 
     def _survey_error(self, survey: Result, socket: str) -> SubmitException:
         said = survey.stderr.decode("utf-8", "replace").strip()[-1000:]
@@ -187,16 +186,3 @@ class RemoteFlux:
             tunnel.close()
         self.connection.close()
 
-
-def _environment(result: Result) -> dict[str, str]:
-    """The remote login's environment from ``_ENVIRONMENT`` (what a job that inherits
-    it gets, as one submitted there would). Without ``env -0``, a value holding a
-    newline comes out cut at it."""
-    result.check("the remote host")
-    env: dict[str, str] = {}
-    separator = b"\0" if b"\0" in result.stdout else b"\n"
-    for entry in result.stdout.split(separator):
-        name, sep, value = entry.partition(b"=")
-        if sep and name:
-            env[os.fsdecode(name)] = os.fsdecode(value)
-    return env
