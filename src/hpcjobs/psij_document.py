@@ -1,5 +1,6 @@
-"""psij-python's JSON job documents: a ``JobSpec`` as psij-python 0.9.11's ``JSONSerializer``
-writes and reads it, so a spec saved by either library loads in the other.
+"""psij-python's JSON job documents: a ``JobSpec`` as psij-python's ``JSONSerializer`` writes
+and reads it (0.9.11's, and its main branch's with the staging fields), so a spec saved
+by either library loads in the other.
 
 The document is the spec's constructor arguments that differ from their defaults, as
 one flat JSON object (no envelope)::
@@ -27,6 +28,28 @@ Where the two libraries differ, the document keeps the meaning, not psij-python'
 - psij-python writes custom attribute values that are str, int or bool, and reads
   nothing else; we read any plain JSON value and write only those three.
 
+psij-python's main branch (not on PyPI; the format as its ``serialize.py``, ``job_spec.py``
+and ``staging.py`` have it at commit 447666939412570ca28f911204b37052958d429c) adds four
+keys after ``launcher``, written when set, like the others::
+
+    "stage_in": [{"source": "/data/in.txt", "target": "in.txt", "mode": 2}],
+    "stage_out": [{"source": "out.txt", "target": "file:///r/out.txt", "flags": 5}],
+    "cleanup": ["out.txt"], "cleanup_flags": 2
+
+``source`` and ``target`` are strings (a URI as ``str(uri)`` gives it, a path as
+``str(path)``); ``mode`` is a ``StagingMode``'s number, left out for COPY (1);
+``flags`` and ``cleanup_flags`` are ``StageOutFlags`` numbers, left out when they are
+psij-python's defaults: ON_SUCCESS (2) for a stage-out, ALWAYS (14) for the cleanup.
+A document without staging keys is also 0.9.11's; psij-python 0.9.11 refuses one with them.
+
+- psij-python's stage-out defaults to ON_SUCCESS, hpcjobs's to ALWAYS: the flags are
+  written whenever they are not ON_SUCCESS, so each side reads what the other meant.
+  Flags with no end condition read as psij-python means them, with ON_SUCCESS added.
+- ``cleanup_flags`` with no end condition mean "never clean up" to psij-python (it
+  does not normalise them) and ALWAYS to hpcjobs: refused, naming the field.
+- psij-python's remote-executor modes (CLIENT_TO_HN 4, CLIENT_TO_CN 5, HN_TO_CN 6)
+  have no hpcjobs equivalent: refused, naming the entry.
+
 What cannot be written or read is a ``SerializationError`` naming the field.
 """
 
@@ -42,6 +65,8 @@ from .attributes import DEFAULT_DURATION, JobAttributes
 from .errors import InvalidJobException
 from .resources import ResourceSpecV1
 from .spec import JobSpec
+from .staging import (URI, StageIn, StageOut, StageOutFlags, StagingMode, flags_from_number,
+                      uri_text)
 
 __all__ = ["PSIJ_FORMAT", "PsijDocumentError", "spec_to_psij", "spec_from_psij",
            "SPEC_FIELDS"]
@@ -49,10 +74,13 @@ __all__ = ["PSIJ_FORMAT", "PsijDocumentError", "spec_to_psij", "spec_from_psij",
 #: the name :func:`hpcjobs.serialize.document_format` gives these documents
 PSIJ_FORMAT = "psij-python"
 
-#: psij-python 0.9.11's constructor parameters, in its order (the order it writes keys)
+#: psij-python's ``JobSpec`` constructor parameters, in its order (the order it writes
+#: keys): 0.9.11's, then the staging ones its main branch adds
 SPEC_FIELDS = ("executable", "arguments", "directory", "name", "inherit_environment",
                "environment", "stdin_path", "stdout_path", "stderr_path", "resources",
-               "attributes", "pre_launch", "post_launch", "launcher")
+               "attributes", "pre_launch", "post_launch", "launcher",
+               "stage_in", "stage_out", "cleanup", "cleanup_flags")
+_STAGING_FIELDS = frozenset({"stage_in", "stage_out", "cleanup", "cleanup_flags"})
 _RESOURCE_FIELDS = ("node_count", "process_count", "processes_per_node",
                     "cpu_cores_per_process", "gpu_cores_per_process", "exclusive_node_use",
                     "memory")
@@ -64,6 +92,13 @@ _STRINGS = frozenset({"executable", "name", "launcher"}) | _PATHS
 # "<number> <unit>": psij-python writes "%s s" % total_seconds() ("90.0 s", "1e+20 s")
 _AMOUNT = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([hms])\s*\Z")
 _UNIT = {"h": 3600, "m": 60, "s": 1}
+# psij-python's StageIn/StageOut parameters, in its order; its defaults for them
+_STAGE_IN_FIELDS = ("source", "target", "mode")
+_STAGE_OUT_FIELDS = ("source", "target", "flags", "mode")
+_PSIJ_STAGE_OUT_FLAGS = StageOutFlags.ON_SUCCESS
+_PSIJ_CLEANUP_FLAGS = StageOutFlags.ALWAYS
+#: StagingMode numbers psij-python's main branch has for its remote executor
+_REMOTE_MODES = {4: "CLIENT_TO_HN", 5: "CLIENT_TO_CN", 6: "HN_TO_CN"}
 
 
 class PsijDocumentError(ValueError):
@@ -75,14 +110,11 @@ class PsijDocumentError(ValueError):
 # -- writing ----------------------------------------------------------------------------
 def spec_to_psij(spec: JobSpec) -> Dict[str, Any]:
     """``spec`` as psij-python's ``JSONSerializer`` would write it (a JSON-ready dict)."""
-    for name in ("stage_in", "stage_out", "cleanup"):
-        if getattr(spec, name):  # (psij-python's main branch has them: not written yet)
-            raise PsijDocumentError(
-                f"{name}: psij-python 0.9.11's format has no staging; write the hpcjobs "
-                "format")
     d: Dict[str, Any] = {}
     for name in SPEC_FIELDS:
-        if name == "resources":
+        if name in _STAGING_FIELDS:
+            _staging_to_psij(spec, name, d)
+        elif name == "resources":
             if spec.resources is not None:
                 d[name] = _resources_to_psij(spec.resources_v1)
         elif name == "attributes":
@@ -134,6 +166,43 @@ def _attributes_to_psij(attrs: JobAttributes) -> Dict[str, Any]:
     return d
 
 
+def _staging_to_psij(spec: JobSpec, name: str, d: Dict[str, Any]) -> None:
+    # Entries in a stable order (psij-python writes its sets' iteration order): a spec
+    # is written as the same text every time.
+    if name == "stage_in" and spec.stage_in:
+        d[name] = [_entry(f"stage_in[{i}]", {"source": s.source, "target": s.target},
+                          None, s.mode)
+                   for i, s in enumerate(sorted(spec.stage_in, key=_stage_key))]
+    elif name == "stage_out" and spec.stage_out:
+        d[name] = [_entry(f"stage_out[{i}]", {"source": s.source, "target": s.target},
+                          s.flags, s.mode)
+                   for i, s in enumerate(sorted(spec.stage_out, key=_stage_key))]
+    elif name == "cleanup" and spec.cleanup:
+        d[name] = sorted(str(p) for p in spec.cleanup)
+    elif name == "cleanup_flags" and spec.cleanup_flags != _PSIJ_CLEANUP_FLAGS:
+        d[name] = spec.cleanup_flags.value
+
+
+def _stage_key(stage: Any) -> tuple[str, str, int, int]:
+    # (two entries may differ only in their mode or flags)
+    flags = getattr(stage, "flags", StageOutFlags.NONE)
+    return str(stage.source), str(stage.target), stage.mode.value, flags.value
+
+
+def _entry(where: str, ends: Dict[str, Any], flags: Any, mode: StagingMode) -> Dict[str, Any]:
+    entry: Dict[str, Any] = {}
+    for key, value in ends.items():
+        try:
+            entry[key] = uri_text(value) if isinstance(value, URI) else str(value)
+        except ValueError as e:
+            raise PsijDocumentError(f"{where}.{key}: {e}") from None
+    if flags is not None and flags != _PSIJ_STAGE_OUT_FLAGS:
+        entry["flags"] = flags.value
+    if mode is not StagingMode.COPY:
+        entry["mode"] = mode.value
+    return entry
+
+
 def _duration_text(duration: timedelta) -> str:
     if duration < timedelta(0) or duration.microseconds:
         raise PsijDocumentError(
@@ -163,8 +232,19 @@ def spec_from_psij(d: Dict[str, Any]) -> JobSpec:
                             for k, v in _typed(name, value, dict).items()}
         elif name == "resources":
             kwargs[name] = _resources_from_psij(_typed(name, value, dict))
-        else:
+        elif name == "attributes":
             kwargs[name] = _attributes_from_psij(_typed(name, value, dict))
+        elif name == "stage_in":
+            kwargs[name] = [_stage_in_from_psij(f"stage_in[{i}]", e)
+                            for i, e in enumerate(_typed(name, value, list))]
+        elif name == "stage_out":
+            kwargs[name] = [_stage_out_from_psij(f"stage_out[{i}]", e)
+                            for i, e in enumerate(_typed(name, value, list))]
+        elif name == "cleanup":
+            kwargs[name] = [_typed(f"cleanup[{i}]", p, str)
+                            for i, p in enumerate(_typed(name, value, list))]
+        else:
+            kwargs[name] = _cleanup_flags_from_psij(value)
     try:
         return JobSpec(**kwargs)
     except (TypeError, ValueError, InvalidJobException) as e:
@@ -208,6 +288,80 @@ def _attributes_from_psij(d: Dict[str, Any]) -> JobAttributes:
         attrs.custom_attributes = copy.deepcopy(
             _typed("attributes.custom_attributes", custom, dict))
     return attrs
+
+
+def _stage_in_from_psij(where: str, value: Any) -> StageIn:
+    entry = _staging_entry(where, value, _STAGE_IN_FIELDS)
+    # (psij-python reads a source as a URI as written: no path made absolute here)
+    source = _uri(f"{where}.source", entry["source"])
+    try:
+        return StageIn(source, entry["target"], _mode(where, entry))
+    except (TypeError, ValueError) as e:
+        raise PsijDocumentError(f"{where}: {e}") from None
+
+
+def _stage_out_from_psij(where: str, value: Any) -> StageOut:
+    entry = _staging_entry(where, value, _STAGE_OUT_FIELDS)
+    flags = _PSIJ_STAGE_OUT_FLAGS
+    if entry.get("flags") is not None:
+        flags = _flags(f"{where}.flags", entry["flags"])
+        if not flags & StageOutFlags.ALWAYS:  # psij-python's meaning of no end condition
+            flags |= _PSIJ_STAGE_OUT_FLAGS
+    target = _uri(f"{where}.target", entry["target"])
+    try:
+        return StageOut(entry["source"], target, flags, _mode(where, entry))
+    except (TypeError, ValueError) as e:
+        raise PsijDocumentError(f"{where}: {e}") from None
+
+
+def _cleanup_flags_from_psij(value: Any) -> StageOutFlags:
+    flags = _flags("cleanup_flags", value)
+    if not flags & StageOutFlags.ALWAYS:
+        raise PsijDocumentError(
+            f"cleanup_flags: {value} has none of ON_SUCCESS, ON_ERROR and ON_CANCEL: "
+            "psij-python then never cleans up, hpcjobs would always clean up; leave "
+            "\"cleanup\" out instead")
+    return flags
+
+
+def _staging_entry(where: str, value: Any, fields: tuple[str, ...]) -> Dict[str, Any]:
+    entry: Dict[str, Any] = _typed(where, value, dict)
+    _known(where + ".", entry, fields)
+    for end in ("source", "target"):
+        if entry.get(end) is None:
+            raise PsijDocumentError(f"{where}.{end} is missing")
+        _typed(f"{where}.{end}", entry[end], str)
+    return entry
+
+
+def _uri(where: str, text: str) -> URI:
+    try:
+        return URI(text)
+    except ValueError as e:  # urllib's: "Invalid IPv6 URL"
+        raise PsijDocumentError(f"{where}: {text!r}: {e}") from None
+
+
+def _mode(where: str, entry: Dict[str, Any]) -> StagingMode:
+    value = entry.get("mode")
+    if value is None:
+        return StagingMode.COPY
+    number = _typed(f"{where}.mode", value, int)
+    if number in _REMOTE_MODES:
+        raise PsijDocumentError(
+            f"{where}.mode: {number} is psij-python's {_REMOTE_MODES[number]}, a mode of its "
+            "remote executor that hpcjobs does not have (COPY 1, LINK 2, MOVE 3)")
+    try:
+        return StagingMode(number)
+    except ValueError:
+        raise PsijDocumentError(
+            f"{where}.mode: {number} is not a staging mode (COPY 1, LINK 2, MOVE 3)") from None
+
+
+def _flags(where: str, value: Any) -> StageOutFlags:
+    try:
+        return flags_from_number(_typed(where, value, int))
+    except ValueError as e:
+        raise PsijDocumentError(f"{where}: {e}") from None
 
 
 def duration_from_text(text: str, where: str) -> timedelta:

@@ -151,6 +151,28 @@ class StageOutFlags(enum.Flag):
         return bool(self.normalized() & wanted)
 
 
+def uri_text(uri: URI) -> str:
+    """``str(uri)`` for a job document, or ``ValueError`` if that text would read back
+    as another URI (``URI('file:////x')`` prints as ``file://x``, whose host is x)."""
+    text = str(uri)
+    back = URI(text)
+    if back != uri:
+        raise ValueError(
+            f"a URI with host part {uri.netloc!r} and path {uri.path!r} is written "
+            f"{text!r}, which reads back as host part {back.netloc!r} and path {back.path!r}")
+    return text
+
+
+def flags_from_number(number: int) -> StageOutFlags:
+    """The ``StageOutFlags`` a job document's number stands for (``ValueError`` if it is
+    not a sum of them: ``StageOutFlags(-1)`` alone would take it as all four)."""
+    every = StageOutFlags.IF_PRESENT | StageOutFlags.ALWAYS
+    if type(number) is not int or not 0 <= number <= every.value:
+        raise ValueError(f"{number!r} is not a sum of StageOutFlags (IF_PRESENT 1, "
+                         "ON_SUCCESS 2, ON_ERROR 4, ON_CANCEL 8)")
+    return StageOutFlags(number)
+
+
 def _local_uri(value: Union[URI, str, "os.PathLike[str]"], what: str) -> URI:
     if isinstance(value, URI):
         return value

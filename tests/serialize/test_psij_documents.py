@@ -254,7 +254,6 @@ def test_any_spec_we_write_loads_in_psij_python_and_back(ours: JobSpec) -> None:
      "attributes.duration"),
     (JobSpec("/x", attributes=JobAttributes(duration=timedelta(seconds=-1))),
      "attributes.duration"),
-    (JobSpec("/x", cleanup=["/tmp/x"]), "cleanup: psij-python 0.9.11's format has no staging"),
     (JobSpec("/x", attributes=JobAttributes(custom_attributes={"k": 1.5})),
      "attributes.custom_attributes['k']: psij-python's format carries str, int and bool"),
 ])
