@@ -21,10 +21,18 @@ bool, None; a tuple would come back as a list). Reading checks the envelope, the
 the version and every field name, so a document from a newer hpcjobs fails clearly.
 
 Reading takes either format: this one, or psij-python's (a ``JobSpec`` as psij-python's
-``JSONSerializer`` writes it, see :mod:`hpcjobs.psij_document`); :func:`document_format`
-says which a document is in, and a document in neither is refused naming the field.
-Writing takes ``format=PSIJ_FORMAT`` for psij-python's (a ``JobSpec`` only: psij-python
-has no document for a ``Job``).
+``JSONSerializer`` writes it: 0.9.11's, or its main branch's, which adds the staging
+keys; see :mod:`hpcjobs.psij_document`). :func:`document_format` says which a document
+is in: an object with a ``"format"`` key is this one; one whose keys are all
+psij-python's ``JobSpec`` parameters is psij-python's; anything else is refused naming
+the field. Writing takes ``format=PSIJ_FORMAT`` for psij-python's (a ``JobSpec`` only:
+psij-python has no document for a ``Job``); a spec that stages files is written with
+main's staging keys, which psij-python 0.9.11 refuses to read.
+
+Staging in this format: ``stage_in`` and ``stage_out`` are lists of ``{"source",
+"target", "mode"}`` objects (``mode`` a ``StagingMode`` name, ``"COPY"``), each
+stage-out with its ``"flags"`` number; ``cleanup`` a list of paths; ``cleanup_flags``
+a number, left out for ALWAYS.
 
 psij-python's ``JSONSerializer`` (``dumps``/``loads``, ``dump``/``load`` on a stream,
 ``to_dict``/``from_dict``) is offered over these functions. Like psij-python's, it writes
@@ -51,6 +59,7 @@ from .psij_document import (PSIJ_FORMAT, SPEC_FIELDS, PsijDocumentError, spec_fr
                             spec_to_psij)
 from .resources import ResourceSpecV1
 from .spec import JobSpec
+from .staging import URI, StagingMode, flags_from_number, uri_text
 from .state import JobState, JobStatus
 
 __all__ = ["FORMAT", "PSIJ_FORMAT", "VERSION", "SerializationError", "dumps", "loads",
@@ -66,6 +75,8 @@ _RESOURCE_FIELDS = frozenset(s[1:] for s in ResourceSpecV1.__slots__) | {"versio
 _ATTRIBUTE_FIELDS = frozenset(s[1:] for s in JobAttributes.__slots__)
 _STATUS_FIELDS = frozenset({"state", "time", "exit_code", "message", "metadata"})
 _PSIJ_SPEC_FIELDS = SPEC_FIELDS
+_STAGE_IN_FIELDS = frozenset({"source", "target", "mode"})
+_STAGE_OUT_FIELDS = _STAGE_IN_FIELDS | {"flags"}
 _JOB_FIELDS = frozenset({"format", "version", "kind", "spec", "id", "native_id", "executor",
                          "status"})
 
@@ -126,6 +137,12 @@ def status_to_dict(status: JobStatus) -> Dict[str, Any]:
 
 
 def _spec_to_dict(spec: JobSpec) -> Dict[str, Any]:
+    for uri, name in ([(s.source, "stage_in") for s in spec.stage_in or ()]
+                      + [(s.target, "stage_out") for s in spec.stage_out or ()]):
+        try:
+            uri_text(uri)
+        except ValueError as e:
+            raise SerializationError(f"spec.{name}: {e}") from None
     d = copy.deepcopy(spec.to_dict())  # the caller may change it; the spec must not follow
     attributes = d.get("attributes")
     if attributes is not None:
@@ -279,6 +296,7 @@ def _spec_from_dict(d: Optional[Dict[str, Any]]) -> Optional[JobSpec]:
         _known("spec.attributes.", attributes, _ATTRIBUTE_FIELDS)
         _field(attributes, "duration", (int, float), "spec.attributes", optional=True)
         _check_json("spec.attributes.custom_attributes", attributes.get("custom_attributes"))
+    _check_staging(d)
     try:
         return JobSpec.from_dict(d)
     except OverflowError:
@@ -286,6 +304,45 @@ def _spec_from_dict(d: Optional[Dict[str, Any]]) -> Optional[JobSpec]:
     except (TypeError, ValueError) as e:
         # the model's checks name the field (JobSpec.arguments, ResourceSpecV1.memory...)
         raise SerializationError(f"spec: {e}") from None
+
+
+def _check_staging(d: Dict[str, Any]) -> None:
+    """Every staging entry is whole and typed, so that the model builds it (a missing
+    key would otherwise surface as a bare KeyError)."""
+    for name, fields in (("stage_in", _STAGE_IN_FIELDS), ("stage_out", _STAGE_OUT_FIELDS)):
+        for i, entry in enumerate(_field(d, name, list, "spec", optional=True) or ()):
+            where = f"spec.{name}[{i}]"
+            if not isinstance(entry, dict):
+                raise SerializationError(f"{where} has the wrong type: {type(entry).__name__}")
+            _known(where + ".", entry, fields)
+            for end in ("source", "target"):
+                text = _field(entry, end, str, where)
+                if end == ("source" if name == "stage_in" else "target"):
+                    try:
+                        URI(text)
+                    except ValueError as e:  # urllib's: "Invalid IPv6 URL"
+                        raise SerializationError(f"{where}.{end}: {text!r}: {e}") from None
+            mode = _field(entry, "mode", str, where)
+            if mode not in StagingMode.__members__:
+                raise SerializationError(
+                    f"{where}.mode: {mode!r} is not a staging mode "
+                    f"({', '.join(StagingMode.__members__)})")
+            if name == "stage_out":
+                _flags(f"{where}.flags", _field(entry, "flags", int, where))
+    for i, path in enumerate(_field(d, "cleanup", list, "spec", optional=True) or ()):
+        if not isinstance(path, str):
+            raise SerializationError(f"spec.cleanup[{i}] has the wrong type: "
+                                     f"{type(path).__name__}")
+    flags = _field(d, "cleanup_flags", int, "spec", optional=True)
+    if flags is not None:
+        _flags("spec.cleanup_flags", flags)
+
+
+def _flags(where: str, number: int) -> None:
+    try:
+        flags_from_number(number)
+    except ValueError as e:
+        raise SerializationError(f"{where}: {e}") from None
 
 
 def _known(where: str, d: Dict[str, Any], names: frozenset[str]) -> None:

@@ -259,12 +259,13 @@ class JobSpec:
         if self.stage_in:
             d["stage_in"] = sorted(({"source": str(s.source), "target": str(s.target),
                                      "mode": s.mode.name} for s in self.stage_in),
-                                   key=lambda e: (e["target"], e["source"]))
+                                   key=lambda e: (e["target"], e["source"], e["mode"]))
         if self.stage_out:
             d["stage_out"] = sorted(({"source": str(s.source), "target": str(s.target),
                                       "mode": s.mode.name, "flags": s.flags.value}
                                      for s in self.stage_out),
-                                    key=lambda e: (e["source"], e["target"]))
+                                    key=lambda e: (e["source"], e["target"], e["mode"],
+                                                   e["flags"]))
         if self.cleanup:
             d["cleanup"] = sorted(str(p) for p in self.cleanup)
         if self.cleanup_flags != StageOutFlags.ALWAYS:

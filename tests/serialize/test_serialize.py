@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -12,8 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import hpcjobs
 from hpcjobs import Job, JobAttributes, JobSpec, JobState, JobStatus, ResourceSpecV1
 from hpcjobs.serialize import (FORMAT, SerializationError, dumps, from_dict, loads, to_dict)
+from hpcjobs.staging import URI, StageIn, StageOut, StageOutFlags, StagingMode, uri_text
 
 HOSTILE = ["", " ", "'", '"', "$HOME", "${HOME}", "$(id)", "`id`", "a\nb", "\r\t", "\\",
            "é ü 漢字 🙂", "\0", "\ud800", "--", "-n", "*", "~", "a'; echo foo"]
@@ -59,6 +64,28 @@ def attributes(draw: Any) -> JobAttributes:
         custom_attributes=draw(st.none() | st.dictionaries(any_text, json_values, max_size=4)))
 
 
+def _writable_uri(text: str) -> Any:
+    """The URI for ``text``, or None where urllib refuses it or its text would read
+    back as another URI (both refused, tested apart)."""
+    try:
+        uri = URI(text)
+        uri_text(uri)
+    except ValueError:
+        return None
+    return uri
+
+
+uris = st.one_of(
+    path_text,
+    st.builds("{}://{}/{}".format, st.sampled_from(["file", "ssh", "gsiftp", "s3"]),
+              st.sampled_from(["", "h", "u@h:22", "[::1]"]), any_text),
+).map(_writable_uri).filter(lambda u: u is not None)
+flag_sets = st.integers(min_value=0, max_value=15).map(StageOutFlags)
+modes = st.sampled_from(StagingMode)
+stage_ins = st.builds(StageIn, uris, path_text, modes)
+stage_outs = st.builds(StageOut, path_text, uris, flag_sets, modes)
+
+
 @st.composite
 def specs(draw: Any) -> JobSpec:
     opt_path = st.none() | path_text
@@ -73,7 +100,11 @@ def specs(draw: Any) -> JobSpec:
         resources=draw(st.none() | resources()),
         attributes=draw(st.none() | attributes()),
         pre_launch=draw(opt_path), post_launch=draw(opt_path),
-        launcher=draw(st.none() | any_text))
+        launcher=draw(st.none() | any_text),
+        stage_in=draw(st.none() | st.lists(stage_ins, max_size=3)),
+        stage_out=draw(st.none() | st.lists(stage_outs, max_size=3)),
+        cleanup=draw(st.none() | st.lists(path_text, max_size=3)),
+        cleanup_flags=draw(flag_sets))
 
 
 @st.composite
@@ -96,6 +127,9 @@ def assert_same_spec(a: JobSpec, b: JobSpec) -> None:
     assert a.resources == b.resources
     assert a.attributes.duration == b.attributes.duration
     assert a.attributes == b.attributes
+    for field in ("stage_in", "stage_out", "cleanup"):
+        assert (getattr(a, field) or set()) == (getattr(b, field) or set()), field
+    assert a.cleanup_flags == b.cleanup_flags
 
 
 @settings(max_examples=300, deadline=None)
@@ -211,11 +245,79 @@ def doc(**changes: Any) -> dict[str, Any]:
      "status.exit_code has the wrong type: float"),
     (doc(kind="Job", status={"state": "NEW", "time": 0}), "id is missing"),
     (doc(spec={"attributes": {"duration": 1e300}}), "spec.attributes.duration: out of range"),
+    (doc(spec={"stage_in": {"source": "/a"}}), "spec.stage_in has the wrong type: dict"),
+    (doc(spec={"stage_in": ["/a"]}), "spec.stage_in[0] has the wrong type: str"),
+    (doc(spec={"stage_in": [{"target": "a", "mode": "COPY"}]}),
+     "spec.stage_in[0].source is missing"),
+    (doc(spec={"stage_in": [{"source": "/a", "target": "a"}]}), "spec.stage_in[0].mode is missing"),
+    (doc(spec={"stage_in": [{"source": "/a", "target": "a", "mode": 1}]}),
+     "spec.stage_in[0].mode has the wrong type: int"),
+    (doc(spec={"stage_in": [{"source": "/a", "target": "a", "mode": "CLIENT_TO_CN"}]}),
+     "spec.stage_in[0].mode: 'CLIENT_TO_CN' is not a staging mode (COPY, LINK, MOVE)"),
+    (doc(spec={"stage_in": [{"source": "//[", "target": "a", "mode": "COPY"}]}),
+     "spec.stage_in[0].source: '//[': Invalid IPv6 URL"),
+    (doc(spec={"stage_in": [{"source": "/a", "target": "a", "mode": "COPY", "flags": 2}]}),
+     "unknown field(s) spec.stage_in[0].flags"),
+    (doc(spec={"stage_out": [{"source": "o", "target": "/o", "mode": "COPY"}]}),
+     "spec.stage_out[0].flags is missing"),
+    (doc(spec={"stage_out": [{"source": "o", "target": "/o", "mode": "COPY", "flags": -1}]}),
+     "spec.stage_out[0].flags: -1 is not a sum of StageOutFlags"),
+    (doc(spec={"stage_out": [{"source": "o", "target": "/o", "mode": "COPY", "flags": True}]}),
+     "spec.stage_out[0].flags has the wrong type: bool"),
+    (doc(spec={"stage_out": [{"source": 3, "target": "/o", "mode": "COPY", "flags": 2}]}),
+     "spec.stage_out[0].source has the wrong type: int"),
+    (doc(spec={"cleanup": [1]}), "spec.cleanup[0] has the wrong type: int"),
+    (doc(spec={"cleanup_flags": 16}), "spec.cleanup_flags: 16 is not a sum of StageOutFlags"),
 ])
 def test_bad_documents_are_refused_naming_the_field(document: Any, message: str) -> None:
     with pytest.raises(SerializationError) as e:
         from_dict(document)
     assert message in str(e.value)
+
+
+def test_staging_documented_shape() -> None:
+    spec = JobSpec("/bin/cat", stage_in=[StageIn("/d/in", "in", StagingMode.LINK)],
+                   stage_out=[StageOut("out", "/r/out", StageOutFlags.ON_ERROR)],
+                   cleanup=["out"], cleanup_flags=StageOutFlags.ON_SUCCESS)
+    assert json.loads(dumps(spec))["spec"] == {
+        "executable": "/bin/cat",
+        "stage_in": [{"source": "/d/in", "target": "in", "mode": "LINK"}],
+        "stage_out": [{"source": "out", "target": "/r/out", "mode": "COPY", "flags": 4}],
+        "cleanup": ["out"], "cleanup_flags": 2}
+
+
+def test_a_uri_whose_text_reads_back_as_another_is_refused() -> None:
+    # urllib prints URI('file:////x') as 'file://x', whose host is x
+    spec = JobSpec("/bin/true", stage_in=[StageIn(URI("file:////x"), "x")])
+    with pytest.raises(SerializationError,
+                       match="spec.stage_in: a URI with host part '' and path '//x' "
+                             "is written 'file://x', which reads back as host part 'x'"):
+        dumps(spec)
+
+
+_WRITE_TIED_ENTRIES = """
+from hpcjobs import JobSpec
+from hpcjobs.serialize import PSIJ_FORMAT, dumps
+from hpcjobs.staging import StageIn, StageOut, StageOutFlags, StagingMode
+spec = JobSpec("/x", stage_in=[StageIn("/a", "a", m) for m in StagingMode],
+               stage_out=[StageOut("o", "/o", StageOutFlags(f)) for f in (2, 4, 8, 6)])
+print(dumps(spec))
+print(dumps(spec, format=PSIJ_FORMAT))
+"""
+
+
+def test_entries_differing_only_in_mode_or_flags_are_written_in_one_order() -> None:
+    """A set's order follows its members' hashes, which change with each process's
+    hash seed (an enum's hash is its name's): the text must not."""
+    texts = set()
+    for seed in ("1", "2", "3", "4", "5", "6"):
+        # (the hpcjobs this test imports, wherever it comes from)
+        src = str(Path(hpcjobs.__file__).resolve().parents[1])
+        env = {**os.environ, "PYTHONHASHSEED": seed,
+               "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+        texts.add(subprocess.run([sys.executable, "-c", _WRITE_TIED_ENTRIES], env=env,
+                                 capture_output=True, text=True, check=True).stdout)
+    assert len(texts) == 1, texts
 
 
 def test_invalid_json_is_a_serialization_error() -> None:
