@@ -303,10 +303,8 @@ def _stage_in_from_psij(where: str, value: Any) -> StageIn:
 def _stage_out_from_psij(where: str, value: Any) -> StageOut:
     entry = _staging_entry(where, value, _STAGE_OUT_FIELDS)
     flags = _PSIJ_STAGE_OUT_FLAGS
-    if entry.get("flags") is not None:
+    if entry.get("flags") is not None:  # (no end condition: ON_SUCCESS, here and there)
         flags = _flags(f"{where}.flags", entry["flags"])
-        if not flags & StageOutFlags.ALWAYS:  # psij-python's meaning of no end condition
-            flags |= _PSIJ_STAGE_OUT_FLAGS
     target = _uri(f"{where}.target", entry["target"])
     try:
         return StageOut(entry["source"], target, flags, _mode(where, entry))

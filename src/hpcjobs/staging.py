@@ -120,8 +120,9 @@ class StagingMode(enum.Enum):
 
 class StageOutFlags(enum.Flag):
     """When a stage-out (or the cleanup) happens. With none of ON_SUCCESS, ON_ERROR and
-    ON_CANCEL, it happens whatever the job's end (ALWAYS); IF_PRESENT makes a missing
-    source no error (without it, a missing source fails the job)."""
+    ON_CANCEL, it happens when the job succeeded (ON_SUCCESS, psij-python's meaning);
+    IF_PRESENT makes a missing source no error (without it, a missing source fails the
+    job)."""
 
     NONE = 0
     #: a missing source is skipped, not an error
@@ -135,9 +136,9 @@ class StageOutFlags(enum.Flag):
     ALWAYS = ON_SUCCESS | ON_ERROR | ON_CANCEL
 
     def normalized(self) -> "StageOutFlags":
-        """These flags, with ALWAYS added if no end condition is set."""
+        """These flags, with ON_SUCCESS added if no end condition is set."""
         if not self & StageOutFlags.ALWAYS:
-            return self | StageOutFlags.ALWAYS
+            return self | StageOutFlags.ON_SUCCESS
         return self
 
     def applies_to(self, final: "JobState") -> bool:
@@ -230,7 +231,7 @@ class StageOut:
 
     def __init__(self, source: Union[str, "os.PathLike[str]"],
                  target: Union[URI, str, "os.PathLike[str]"],
-                 flags: StageOutFlags = StageOutFlags.ALWAYS,
+                 flags: StageOutFlags = StageOutFlags.ON_SUCCESS,
                  mode: StagingMode = StagingMode.COPY) -> None:
         self.source = _path(source, "StageOut.source")
         self.target = _local_uri(target, "StageOut.target")
@@ -239,7 +240,7 @@ class StageOut:
 
     @property
     def flags(self) -> StageOutFlags:
-        """When this stage-out happens (normalized: ALWAYS if no end condition)."""
+        """When this stage-out happens (normalized: ON_SUCCESS if no end condition)."""
         return self._flags
 
     @flags.setter

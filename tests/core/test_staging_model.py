@@ -36,10 +36,11 @@ def test_relative_sources_are_taken_from_the_current_directory(tmp_path: Path,
 
 
 @pytest.mark.parametrize("given, normalized", [
-    (F.NONE, F.ALWAYS), (F.IF_PRESENT, F.IF_PRESENT | F.ALWAYS),
+    (F.NONE, F.ON_SUCCESS), (F.IF_PRESENT, F.IF_PRESENT | F.ON_SUCCESS),
     (F.ON_ERROR, F.ON_ERROR), (F.IF_PRESENT | F.ON_SUCCESS, F.IF_PRESENT | F.ON_SUCCESS),
 ])
-def test_flags_without_an_end_condition_mean_always(given: F, normalized: F) -> None:
+def test_flags_without_an_end_condition_mean_on_success(given: F, normalized: F) -> None:
+    # (psij-python main's meaning, and its StageOut's default)
     assert StageOut("a", "/b", flags=given).flags == normalized
     assert JobSpec(cleanup_flags=given).cleanup_flags == normalized
 
@@ -48,8 +49,9 @@ def test_flags_say_which_ends_they_cover() -> None:
     assert F.ON_SUCCESS.applies_to(JobState.COMPLETED)
     assert not F.ON_SUCCESS.applies_to(JobState.FAILED)
     assert F.ON_ERROR.applies_to(JobState.FAILED) and F.ON_CANCEL.applies_to(JobState.CANCELED)
-    assert all(F.IF_PRESENT.applies_to(s) for s in (JobState.COMPLETED, JobState.FAILED,
-                                                   JobState.CANCELED))
+    assert F.IF_PRESENT.applies_to(JobState.COMPLETED)
+    assert not any(F.IF_PRESENT.applies_to(s) for s in (JobState.FAILED, JobState.CANCELED))
+    assert StageOut("a", "/b").flags is F.ON_SUCCESS
     with pytest.raises(ValueError):
         F.ALWAYS.applies_to(JobState.ACTIVE)
 

@@ -71,6 +71,8 @@ def test_a_failed_stage_in_fails_the_job_before_it_runs(local: JobExecutor, tmp_
     ("printf ABC > out.txt; exit 1", F.ON_ERROR, True, JobState.FAILED),
     ("printf ABC > out.txt; exit 3", F.ALWAYS, True, JobState.FAILED),
     ("true", F.IF_PRESENT, False, JobState.COMPLETED),
+    ("printf ABC > out.txt; exit 1", F.NONE, False, JobState.FAILED),  # no end condition
+    ("printf ABC > out.txt", F.NONE, True, JobState.COMPLETED),         # means ON_SUCCESS
 ])
 def test_stage_out_follows_the_flags(local: JobExecutor, tmp_path: Path, script: str,
                                      flags: F, copied: bool, state: JobState) -> None:

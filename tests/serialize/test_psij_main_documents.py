@@ -95,12 +95,15 @@ def test_empty_staging_lists_are_left_out_and_read_the_same() -> None:
 
 
 def test_psij_pythons_stage_out_default_is_kept_both_ways() -> None:
-    """psij-python main's StageOut defaults to ON_SUCCESS, hpcjobs's to ALWAYS: a
-    document without "flags" reads as ON_SUCCESS, and ALWAYS is written out."""
+    """psij-python main's StageOut defaults to ON_SUCCESS, as hpcjobs's does: a document
+    without "flags" reads as ON_SUCCESS, and ON_SUCCESS is left out, ALWAYS written."""
     spec = loads(stored("staging_defaults"))
     assert isinstance(spec, JobSpec) and spec.stage_out is not None
     assert [s.flags for s in spec.stage_out] == [F.ON_SUCCESS]
     ours = JobSpec("/bin/cat", stage_out=[StageOut("out.txt", "/r/out.txt")])
+    entry = json.loads(JSONSerializer().dumps(ours))["stage_out"][0]
+    assert entry == {"source": "out.txt", "target": "/r/out.txt"}
+    ours.stage_out = {StageOut("out.txt", "/r/out.txt", F.ALWAYS)}
     entry = json.loads(JSONSerializer().dumps(ours))["stage_out"][0]
     assert entry == {"source": "out.txt", "target": "/r/out.txt", "flags": 14}
 
