@@ -1,10 +1,13 @@
 """``SshHost`` through the real sshd: the batch host's calls with the local host's
 meanings, file changes travelling with the next command (one round trip for a
-submit's directory, script and command), a failed change stopping what follows."""
+submit's directory, script and command), a failed change stopping what follows; files
+staged there and back byte for byte, in order with the changes queued before them."""
 
 from __future__ import annotations
 
+import filecmp
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,10 @@ from hpcjobs.remote.errors import SshError
 from hpcjobs.remote.login import PROBE, RemoteLogin, read_login
 from hpcjobs.remote.ops import Result
 from hpcjobs.remote.shared import SharedConnections
+from hpcjobs.staging import StagingMode
+
+#: a file name no shell may touch: quotes, expansions, a newline, a tab, bytes not UTF-8
+HOSTILE_NAME = os.fsdecode(b"it's \"$HOME\" `id` $(id) a\nb\tc \\ \xff\xfe*")
 
 
 @pytest.fixture
@@ -202,3 +209,77 @@ def test_a_login_without_env_0_is_read_a_line_a_variable() -> None:
 
 def found_ids() -> list[Result]:
     return [Result(PROBE[1], 0, b"1001\n"), Result(PROBE[2], 0, b"u\n")]
+
+
+def _same_tree(a: Path, b: Path) -> None:
+    """``a`` and ``b`` hold the same names, kinds and bytes (recursively)."""
+    cmp = filecmp.dircmp(a, b)
+    assert not (cmp.left_only or cmp.right_only or cmp.funny_files), (cmp.left_only, cmp.right_only)
+    for name in cmp.common_files:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    for name in cmp.common_dirs:
+        _same_tree(a / name, b / name)
+
+
+def test_staged_files_go_there_and_back_byte_for_byte(conn: SshConnection, work: str,
+                                                      tmp_path: Path) -> None:
+    host = SshHost(conn)
+    rng = random.Random(32)
+    binary = bytes(rng.randrange(256) for _ in range(300_000)) + b"\0" * 70_000  # NULs, > 64 KiB
+    src = tmp_path / "src"
+    (src / HOSTILE_NAME).mkdir(parents=True)
+    (src / HOSTILE_NAME / HOSTILE_NAME).write_bytes(binary)
+    (src / HOSTILE_NAME / ("long " * 30 + HOSTILE_NAME)).write_bytes(b"")  # (a pax header)
+    (src / "run.sh").write_text("#!/bin/sh\n")
+    (src / "run.sh").chmod(0o750)
+    target = f"{work}/{HOSTILE_NAME}/in"
+    before = conn.round_trips
+    host.put(str(src), target, StagingMode.COPY)
+    host.put(str(src / HOSTILE_NAME / HOSTILE_NAME), f"{work}/{HOSTILE_NAME}.bin", StagingMode.COPY)
+    assert conn.round_trips == before + 2
+    _same_tree(src, Path(target))  # (read on this machine, past the connection)
+    assert Path(f"{work}/{HOSTILE_NAME}.bin").read_bytes() == binary
+    assert os.stat(f"{target}/run.sh").st_mode & 0o777 == 0o750
+    host.get(target, str(tmp_path / "back"), StagingMode.COPY)
+    host.get(f"{work}/{HOSTILE_NAME}.bin", str(tmp_path / HOSTILE_NAME), StagingMode.COPY)
+    _same_tree(src, tmp_path / "back")
+    assert (tmp_path / HOSTILE_NAME).read_bytes() == binary
+    assert [n for n in os.listdir(f"{work}/{HOSTILE_NAME}") if "hpcjobs-part" in n] == []
+
+
+def test_a_put_goes_after_the_changes_queued_before_it(conn: SshConnection, work: str,
+                                                       tmp_path: Path) -> None:
+    host = SshHost(conn)
+    (tmp_path / "f").write_bytes(b"staged")
+    host.make_dir(f"{work}/job")
+    host.write_file(f"{work}/job/script", b"queued")
+    before = conn.round_trips
+    host.put(str(tmp_path / "f"), f"{work}/job/f", StagingMode.COPY)  # (into the queued mkdir)
+    assert conn.round_trips == before + 1
+    assert sorted(os.listdir(f"{work}/job")) == ["f", "script"]
+    # a failed queued change stops the put that travels with it, and says so
+    host.write_file(f"{work}/no-dir/x", b"x")
+    with pytest.raises(RemoteFileError, match="no-dir"):
+        host.put(str(tmp_path / "f"), f"{work}/never", StagingMode.COPY)
+    assert not Path(f"{work}/never").exists()
+    # queued changes too big to ride in the stream's one-line script go just before it
+    host.write_file(f"{work}/job/big", bytes(200_000))
+    host.put(str(tmp_path / "f"), f"{work}/job/after-big", StagingMode.COPY)
+    assert Path(f"{work}/job/big").read_bytes() == bytes(200_000)
+    assert Path(f"{work}/job/after-big").read_bytes() == b"staged"
+
+
+def test_a_put_that_cannot_read_its_source_whole_changes_nothing_there(
+        conn: SshConnection, work: str) -> None:
+    # a file whose size says more than a read gives: sysfs files say 4096 bytes
+    short = "/sys/kernel/mm/transparent_hugepage/enabled"
+    if not os.path.exists(short) or os.path.getsize(short) <= len(Path(short).read_bytes()):
+        pytest.skip(f"no file here reads shorter than its size ({short})")
+    host = SshHost(conn)
+    host.write_file(f"{work}/target", b"as it was")
+    with pytest.raises(OSError, match="unexpected end of data"):
+        host.put(short, f"{work}/target", StagingMode.COPY)
+    assert Path(f"{work}/target").read_bytes() == b"as it was"
+    assert os.listdir(work) == ["target"]
+    with pytest.raises(FileNotFoundError, match="no-such-source"):
+        host.put(f"{work}/no-such-source", f"{work}/target", StagingMode.COPY)

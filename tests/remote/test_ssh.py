@@ -1,18 +1,22 @@
 """The ssh connection against a real OpenSSH server (scripts/sshd.sh): byte-exact
 arguments and files, one round trip per batch, clear errors for each way a connection
-fails, and a new master after the old one is killed mid-use."""
+fails, a new master after the old one is killed mid-use, and raw streams to a command
+(a stage-in's tar) that arrive whole or leave nothing a reader takes for whole."""
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import random
 import signal
 import socket
 import subprocess
+import tarfile
 import threading
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 import psutil
 import pytest
@@ -336,3 +340,57 @@ def _own_process(user: str, cmdline: list[str]) -> "psutil.Process | None":
             return p
     return None
 
+
+
+def test_a_stream_reaches_the_last_operation_raw(conn: SshConnection, remote_dir: bytes) -> None:
+    data = random.Random(3).randbytes(3_000_000) + b"\0" * 100_000
+    path = remote_dir + b"/" + b"".join(HOSTILE[:-4])
+    before = conn.round_trips
+    r = conn.batch([WriteFile(path + b".first", b"before"), Run(["cat"]),
+                    Run(["sh", "-c", 'cat >"$1" && printf %s "$1"', "sh", path])],
+                   stdin=lambda out: out.write(data))
+    assert conn.round_trips == before + 1
+    assert [x.returncode for x in r] == [0, 0, 0]
+    assert r[1].stdout == b""  # (the stream is the last operation's alone)
+    assert r[2].stdout == path
+    assert Path(os.fsdecode(path)).read_bytes() == data
+    assert Path(os.fsdecode(path + b".first")).read_bytes() == b"before"
+
+
+def test_a_stream_its_writer_cut_short_is_not_taken_for_whole(conn: SshConnection,
+                                                              remote_dir: bytes) -> None:
+    # a tar of one whole member and no end: GNU tar alone takes it for the whole archive
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo("first")
+        info.size = 1000
+        tar.addfile(info, io.BytesIO(b"x" * 1000))
+    whole_member = buffer.getvalue()[:512 + 1024]
+
+    def writer(out: BinaryIO) -> None:
+        out.write(whole_member)
+        raise OSError("the next file could not be read")
+
+    unpack = Run(["sh", "-c", 'mkdir -p "$1" && tar -xf - -C "$1" && touch "$1.ok"', "sh",
+                  remote_dir + b"/x"])
+    with pytest.raises(OSError, match="could not be read"):
+        conn.batch([unpack], stdin=writer)
+    assert not os.path.exists(remote_dir + b"/x.ok")
+    # the same bytes whole: unpacked
+    r = conn.batch([unpack], stdin=lambda out: out.write(buffer.getvalue()))
+    assert r[0].ok and os.path.exists(remote_dir + b"/x.ok")
+
+
+def test_a_command_that_reads_none_of_its_stream_ends_the_round_trip(conn: SshConnection) -> None:
+    written = []
+
+    def writer(out: BinaryIO) -> None:
+        for _ in range(400):  # 100 MB, more than any pipe holds
+            out.write(bytes(256 * 1024))
+            written.append(1)
+
+    r = conn.batch([Run(["sh", "-c", "echo done"])], stdin=writer, timeout=60)
+    assert r[0].stdout == b"done\n"
+    assert len(written) < 400  # (a broken pipe ended the writer, no error)
+    with pytest.raises(ValueError, match="retried"):
+        conn.batch([Run(["true"])], stdin=writer, retry=True)

@@ -20,7 +20,7 @@ import tarfile
 import threading
 import time
 import uuid
-from typing import Callable, Mapping, Optional, Sequence, Union
+from typing import BinaryIO, Callable, Mapping, Optional, Sequence, Union
 
 from ..errors import CommandError
 from ..executors.batch.host import FileData, Host
@@ -31,7 +31,7 @@ from ..staging import StagingMode
 from ..private import DIR_MODE, FILE_MODE
 from .errors import SshConnectionLost, SshError
 from .ops import ListDir, MakeDirs, Op, Remove, Result, Run, StatRead, StatReadMany, WriteFile
-from .ssh import SshConnection
+from .ssh import SshConnection, Writer
 from .login import PROBE, RemoteLogin, read_login
 
 __all__ = ["SshHost", "RemoteFileError", "connect"]
@@ -49,6 +49,8 @@ _UNPACK = ('d=$(dirname "$1") && mkdir -p "$d" && mkdir -m 700 "$2" && tar -xf -
 _PACK = 'cd "$(dirname "$1")" && tar -cf - "./$(basename "$1")"'
 #: seconds a staging round trip may take (it carries whole files)
 _STAGING_TIMEOUT = 3600.0
+#: bytes per write of a stage-in's tar stream to ssh
+_TAR_BUFFER = 1 << 20
 
 log = logging.getLogger(__name__)
 
@@ -123,16 +125,15 @@ class SshHost(Host):
     # -- file staging: the client's files to and from the host, as tar streams ---------
     def put(self, source: str, target: str, mode: StagingMode) -> None:
         """The client's file or directory ``source`` as ``target`` there: one tar
-        stream in one round trip, unpacked beside the target and renamed over it."""
+        stream in one round trip (raw on the session's stdin, after the changes queued
+        before it), unpacked beside the target and renamed over it."""
         if mode is StagingMode.LINK:
             raise StagingError(f"{source}: a link there cannot point to a file on this "
                                f"machine ({self.where}); use COPY or MOVE")
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w") as tar:
-            tar.add(source, arcname="x")  # (a missing source: OSError naming it)
+        os.lstat(source)  # (a missing source: OSError naming it, nothing sent)
         part = f"{target}.hpcjobs-part.{uuid.uuid4().hex[:12]}"
-        r = self._send_files([Run(["sh", "-c", _UNPACK, "sh", target, part],
-                                  input=buffer.getvalue())], timeout=_STAGING_TIMEOUT)[0]
+        r = self._send_files([Run(["sh", "-c", _UNPACK, "sh", target, part])],
+                             timeout=_STAGING_TIMEOUT, stdin=lambda out: _write_tar(source, out))[0]
         if not r.ok:
             raise StagingError(f"{target} on {self.where}: {r.stderr.decode('utf-8', 'replace').strip()}")
         if mode is StagingMode.MOVE:
@@ -288,20 +289,24 @@ class SshHost(Host):
         with self._lock:
             self._queued.append(op)
 
-    def _send_files(self, ops: Sequence[Op], timeout: float = 120.0) -> list[Result]:
+    def _send_files(self, ops: Sequence[Op], timeout: float = 120.0,
+                    stdin: Optional[Writer] = None) -> list[Result]:
         """:meth:`_send` for file calls: a connection failure is a ConnectionError (an
         OSError, as the local host's file calls raise)."""
         try:
-            return self._send(ops, timeout)
+            return self._send(ops, timeout, stdin=stdin)
         except SshError as e:
             raise ConnectionError(f"files on {self.connection.target}: {e.message}") from e
 
     def _send(self, ops: Sequence[Op], timeout: float,
-              meanwhile: Optional[Callable[[], None]] = None) -> list[Result]:
+              meanwhile: Optional[Callable[[], None]] = None,
+              stdin: Optional[Writer] = None) -> list[Result]:
         """The queued changes, then ``ops``, in one round trip: the results of ``ops``.
-        A failed change raises RemoteFileError, and nothing after it was run."""
+        A failed change raises RemoteFileError, and nothing after it was run.
+        ``stdin``: the last of ``ops`` reads what it writes (SshConnection.batch), and
+        the round trip is a change (in order with the others)."""
         with self._lock:
-            carries_changes = bool(self._queued)
+            carries_changes = bool(self._queued) or stdin is not None
         if not carries_changes:
             # after the changes in flight (a read sees what was written before it), then
             # side by side with other reads
@@ -317,7 +322,8 @@ class SshHost(Host):
             queued = coalesce(queued)
             try:
                 results = self.connection.batch([*queued, *ops], timeout=timeout,
-                                                meanwhile=meanwhile, guard=len(queued))
+                                                meanwhile=meanwhile, guard=len(queued),
+                                                stdin=stdin)
             except SshError as e:
                 # the changes not known done go with the next round trip, first (the
                 # commands that need them may be sent by another thread meanwhile:
@@ -404,6 +410,12 @@ def _tar(files: Mapping[str, WriteFile]) -> bytes:
             info.size, info.mode, info.mtime = len(op.data), op.mode or FILE_MODE, now
             tar.addfile(info, io.BytesIO(op.data))
     return buffer.getvalue()
+
+
+def _write_tar(source: str, out: BinaryIO) -> None:
+    """``source`` as a tar stream of one member, ``x``, written to ``out`` as it is read."""
+    with tarfile.open(fileobj=out, mode="w|", bufsize=_TAR_BUFFER) as tar:
+        tar.add(source, arcname="x")
 
 
 def _unsent(args: list[str], e: SshError) -> CommandError:

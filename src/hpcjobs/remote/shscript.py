@@ -13,22 +13,33 @@ Each operation writes its stdout and stderr to files in a private temporary dire
 after it, the script prints a header ``<marker> <index> <exit code> <len out> <len err>``
 and the two files, so the client can split the stream exactly whatever the commands
 print (and whatever a login script printed before). The marker is random per script.
+
+A round trip that streams raw bytes (a stage-in's tar) to its last operation runs the
+constant command :data:`STREAM_COMMAND` instead: the script comes first on its stdin as
+one line (:func:`one_line`), then the bytes, never encoded.
 """
 
 from __future__ import annotations
 
 import base64
 import os
+import re
 import secrets
 from typing import Iterator, Optional, Sequence
 
 from .ops import (ListDir, MakeDirs, Op, ReadFile, Remove, Result, Run, StatRead, StatReadMany,
                   Text, WriteFile)
 
-__all__ = ["quote", "render", "parse", "REMOTE_COMMAND", "Parsed"]
+__all__ = ["quote", "render", "parse", "one_line", "REMOTE_COMMAND", "STREAM_COMMAND", "Parsed"]
 
 #: what ssh asks the remote login shell to run: the same words for every batch
 REMOTE_COMMAND = "exec /bin/sh -s"
+#: the same for a batch whose last operation reads raw bytes (a tar stream) from the
+#: session's stdin: the script is the first line there (:func:`one_line`), read by the
+#: ``read`` builtin, which takes no byte past the newline (``sh -s`` reads ahead in
+#: blocks, so raw data cannot follow its script). One single-quoted word with no ``'``,
+#: ``!``, backslash or newline: read the same by sh, bash, zsh, csh, tcsh and fish
+STREAM_COMMAND = "exec /bin/sh -c 'IFS= read -r s && eval \"$(printf \"$s\")\"'"
 
 _MISSING = b"nf"  # in place of the exit code: the command is not on the remote PATH
 _PRINTF_CHUNK = 2048  # bytes per printf of octal escapes (a line of ~8 KiB)
@@ -143,10 +154,15 @@ def _body(op: Op) -> bytes:
 
 
 def render(ops: Sequence[Op], marker: Optional[bytes] = None,
-           guard: int = 0) -> tuple[bytes, bytes]:
+           guard: int = 0, stream: bool = False) -> tuple[bytes, bytes]:
     """The script running ``ops`` in order, and its marker. Raises ValueError or
     TypeError (nothing sent) for an operation that cannot be expressed.
-    ``guard``: if one of the first ``guard`` operations fails, the script stops there."""
+    ``guard``: if one of the first ``guard`` operations fails, the script stops there.
+    ``stream``: the last operation, a :class:`Run` without ``input``, reads the script's
+    own stdin (what follows the script there: :data:`STREAM_COMMAND`); the others read
+    nothing."""
+    if stream and not (ops and isinstance(ops[-1], Run) and ops[-1].input is None):
+        raise ValueError("only a Run without input can read the stream, and it must be last")
     marker = marker or b"HPCJOBS-" + secrets.token_hex(12).encode()
     lines = [
         b'd=$(mktemp -d "${TMPDIR:-/tmp}/hpcjobs.XXXXXXXX") || exit 97',
@@ -163,10 +179,23 @@ def render(ops: Sequence[Op], marker: Optional[bytes] = None,
         + b"printf '%s stop\\n' " + marker + b"; exit 0; fi; }",
     ]
     for i, op in enumerate(ops):
-        lines.append(b"{ " + _body(op) + b"\n} </dev/null >\"$d/o\" 2>\"$d/e\"; _r %d" % i)
+        stdin = b"" if stream and i == len(ops) - 1 else b" </dev/null"
+        lines.append(b"{ " + _body(op) + b"\n}" + stdin + b" >\"$d/o\" 2>\"$d/e\"; _r %d" % i)
     lines.append(b"printf '%s end\\n' " + marker)
     lines.append(b"exit 0")
     return b"\n".join(lines) + b"\n", marker
+
+
+# the bytes a printf format gives back as themselves: printable ASCII but % and backslash
+_NOT_AS_ITSELF = re.compile(rb"[^ -$&-\[\]-~]")
+
+
+def one_line(script: bytes) -> bytes:
+    """``script`` as one line ending in a newline, from which :data:`STREAM_COMMAND`
+    gets it back exactly: the line is ``printf``'s format, every byte that would not
+    come out as itself (a newline, ``%``, a backslash, control and non-ASCII bytes)
+    written as a three-digit octal escape."""
+    return _NOT_AS_ITSELF.sub(lambda m: b"\\%03o" % m.group()[0], script) + b"\n"
 
 
 class Parsed:

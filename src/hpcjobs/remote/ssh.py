@@ -7,7 +7,9 @@ asked about), a connect timeout and keep-alives (a dead link ends in bounded tim
 OpenSSH multiplexing: one master connection, started once and kept while the
 connection object is open, through a socket in a private 0700 directory. Every round
 trip is one ``ssh`` run through that master: ``exec /bin/sh -s`` with a generated
-script on its stdin (shscript.py), so it costs no new login. If the master dies, the
+script on its stdin (shscript.py), so it costs no new login. A round trip that carries
+a large stream (a stage-in's tar) sends it raw on the session's stdin after a one-line
+script (``shscript.STREAM_COMMAND``). If the master dies, the
 next round trip starts a new one. No port is opened on either side (no forwarding).
 """
 
@@ -24,7 +26,7 @@ import tempfile
 import threading
 import time
 import weakref
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, BinaryIO, Callable, Optional, Sequence
 
 from . import shscript
 from .errors import (HostKeyError, HostUnreachableError, LoginError, SshConnectionLost,
@@ -32,9 +34,18 @@ from .errors import (HostKeyError, HostUnreachableError, LoginError, SshConnecti
 from .ops import Op, Result, Run, Text
 from .url import SshTarget
 
-__all__ = ["SshConnection"]
+__all__ = ["SshConnection", "Writer", "CUT_SHORT"]
 
 _FEED_ABOVE = 1 << 20  # bytes of script above which a thread writes it to ssh
+_JOIN_TIMEOUT = 30.0  # seconds a feeding thread may take to end after its ssh did
+_LINE_ABOVE = 64 * 1024  # bytes of a streaming round trip's script line: more go first
+
+#: what writes a round trip's raw stdin, to the binary file it is given
+Writer = Callable[[BinaryIO], None]
+#: what follows a stream its writer could not finish: a 512-byte block that no tar
+#: takes for a header (a checksum that fails). Without it, a tar stream cut at the
+#: end of a member reads as a whole, shorter archive: GNU tar exits 0 with what came
+CUT_SHORT = b"\xff" * 512
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +195,8 @@ class SshConnection:
     # -- round trips --------------------------------------------------------------------
     def batch(self, ops: Sequence[Op], *, timeout: float = 120.0, retry: bool = False,
               guard: int = 0,
-              meanwhile: Optional[Callable[[], None]] = None) -> list[Result]:
+              meanwhile: Optional[Callable[[], None]] = None,
+              stdin: Optional[Writer] = None) -> list[Result]:
         """Run ``ops`` in order in ONE round trip; one Result each (a failing operation
         does not stop the next). ValueError/TypeError before anything is sent for an
         operation that cannot be expressed (a NUL in an argument or path).
@@ -196,8 +208,18 @@ class SshConnection:
         ``guard``: if one of the first ``guard`` operations fails, the ones after it are
         not run (the results end with the failed one). ``meanwhile`` is called here while ssh starts and
         the script runs (its exceptions are logged, not raised).
+
+        ``stdin``: the last operation (a Run without input) reads, as its stdin, the raw
+        bytes ``stdin`` writes to the file it is given (from a thread of its own), sent
+        after the script on the session's stdin: no encoding, no copy in memory. The
+        exception it raises (but a broken pipe: the other side ended, its result says
+        why) is raised here once the round trip is over. Not retried.
         """
         ops = list(ops)
+        if stdin is not None:
+            if retry:
+                raise ValueError("a round trip that streams its stdin cannot be retried")
+            return self._streamed(ops, stdin, timeout, guard, meanwhile)
         script, marker = shscript.render(ops, guard=guard)
         try:
             return self._round_trip(ops, script, marker, timeout, meanwhile)
@@ -206,6 +228,19 @@ class SshConnection:
                 raise
             log.info("connection to %s lost; retrying on a new connection", self.target)
             return self._round_trip(ops, script, marker, timeout, None)
+
+    def _streamed(self, ops: list[Op], stdin: Writer, timeout: float, guard: int,
+                  meanwhile: Optional[Callable[[], None]]) -> list[Result]:
+        script, marker = shscript.render(ops, guard=guard, stream=True)
+        line = shscript.one_line(script)
+        if len(line) > _LINE_ABOVE and len(ops) > 1:
+            # the remote shell reads the line a byte at a time: operations with much
+            # data (file writes) go first in a round trip of their own
+            first = self.batch(ops[:-1], timeout=timeout, guard=guard, meanwhile=meanwhile)
+            if len(first) < len(ops) - 1 or not all(r.ok for r in first[:guard]):
+                return first  # (stopped at a guarded failure: the last op is not run)
+            return first + self._streamed(ops[-1:], stdin, timeout, 0, None)
+        return self._round_trip(ops, line, marker, timeout, meanwhile, stdin)
 
     def run(self, argv: Sequence[Text], *, input: Optional[bytes] = None,
             cwd: Optional[Text] = None, timeout: float = 120.0, check: bool = False,
@@ -223,9 +258,11 @@ class SshConnection:
                 *self.target.ssh_args(), command]
 
     def _round_trip(self, ops: list[Op], script: bytes, marker: bytes, timeout: float,
-                    meanwhile: Optional[Callable[[], None]]) -> list[Result]:
+                    meanwhile: Optional[Callable[[], None]],
+                    stream: Optional[Writer] = None) -> list[Result]:
         self.open()
-        argv = self.session_argv(shscript.REMOTE_COMMAND)
+        argv = self.session_argv(shscript.STREAM_COMMAND if stream is not None
+                                 else shscript.REMOTE_COMMAND)
         with self._lock:  # (executors' threads share a connection)
             self.round_trips += 1
         p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -236,22 +273,28 @@ class SshConnection:
             except Exception:  # the round trip's outcome must reach the caller
                 log.exception("work done during a round trip to %s failed", self.target)
         given: Optional[bytes] = script
-        if len(script) > _FEED_ABOVE:
-            # a large script (staged files) goes in one write from a thread of its own:
-            # communicate() writes 4 KiB per poll (1 s of a 100 MB stage-in)
-            stdin, p.stdin, given = p.stdin, None, None
-            threading.Thread(target=_feed, args=(stdin, script), daemon=True,
-                             name="hpcjobs-ssh-feed").start()
+        feeder: Optional[_Feeder] = None
+        if len(script) > _FEED_ABOVE or stream is not None:
+            # a large script or a stream goes from a thread of its own: communicate()
+            # writes 4 KiB per poll
+            feeder = _Feeder(p.stdin, script, stream)
+            p.stdin, given = None, None
         try:
             out, err = p.communicate(given, timeout=timeout)
         except subprocess.TimeoutExpired:
             p.kill()
             out, err = p.communicate()
+            if feeder is not None:
+                feeder.join(_JOIN_TIMEOUT)
             parsed = shscript.parse(ops, marker, out)
             raise SshTimeout(f"round trip to {self.target} took over {timeout:.0f} s; "
                              f"{len(parsed.results)} of {len(ops)} operations finished",
                              err.decode("utf-8", "replace"), parsed.results) from None
         parsed = shscript.parse(ops, marker, out)
+        if feeder is not None:
+            feeder.join(_JOIN_TIMEOUT)  # (ssh has ended: a write left fails at once)
+            if feeder.error is not None:  # (the writer's failure is the cause of the rest)
+                raise feeder.error
         if parsed.complete:
             return parsed.results
         stderr = err.decode("utf-8", "replace")
@@ -268,15 +311,33 @@ class SshConnection:
                 f"logins={self.logins}{' closed' if self._closed else ''}>")
 
 
-def _feed(stdin: Any, data: bytes) -> None:
-    """Write ``data`` to a round trip's ssh and close its stdin (a killed ssh: no error)."""
-    try:
-        stdin.write(data)
-    except (BrokenPipeError, OSError):
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            stdin.close()
+class _Feeder(threading.Thread):
+    """Writes a round trip's script, then what its ``stream`` writes, to ssh's stdin,
+    and closes it. ``error``: the exception ``stream`` raised, but a broken pipe (a
+    killed ssh, or a remote side that ended without reading all). A stream cut short
+    by its writer's failure ends with :data:`CUT_SHORT`, not at a point a reader
+    could take for its end."""
+
+    def __init__(self, stdin: Any, script: bytes, stream: Optional[Writer]) -> None:
+        super().__init__(name="hpcjobs-ssh-feed", daemon=True)
+        self.stdin, self.script, self.stream = stdin, script, stream
+        self.error: Optional[BaseException] = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.stdin.write(self.script)
+            if self.stream is not None:
+                self.stream(self.stdin)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        except BaseException as e:  # (raised by the round trip, in the caller's thread)
+            self.error = e
+            with contextlib.suppress(OSError):
+                self.stdin.write(CUT_SHORT)
+        finally:
+            with contextlib.suppress(OSError):
+                self.stdin.close()
 
 
 def _stop_master(stop: list[str], directory: str) -> None:
