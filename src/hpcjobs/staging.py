@@ -2,8 +2,9 @@
 runs, what to bring back after it ends, and what to delete then.
 
 ``StageIn(source, target)``: ``source`` is a file or directory where the client runs
-(a relative path is taken from the current directory when the object is made), or a
-:class:`URI`; ``target`` is where the job sees it (relative: in the job's directory).
+(a path, exactly as given: a relative one is taken from the current directory when the
+object is made), or a :class:`URI` (a ``str`` with a scheme, ``file:///...``);
+``target`` is where the job sees it (relative: in the job's directory).
 ``StageOut(source, target, flags)``: the reverse, done once the job has ended, when
 ``flags`` say so for the way it ended. ``JobSpec.cleanup``: paths (relative: in the
 job's directory) deleted after stage-out, when ``JobSpec.cleanup_flags`` say so. A job
@@ -36,6 +37,15 @@ class URI:
             raise TypeError(f"URI takes a str, got {type(urlstring).__name__}")
         from urllib.parse import urlparse  # (not at import hpcjobs: it is slow to import)
         self._parts: "ParseResult" = urlparse(urlstring)
+
+    @classmethod
+    def from_path(cls, path: str) -> "URI":
+        """The file ``path`` on the client, exactly: nothing in it is taken for a URI's
+        query (``?``), fragment (``#``) or parameters (``;``)."""
+        from urllib.parse import ParseResult
+        uri = cls.__new__(cls)
+        uri._parts = ParseResult("", "", path, "", "", "")
+        return uri
 
     @property
     def scheme(self) -> str:
@@ -178,12 +188,12 @@ def _local_uri(value: Union[URI, str, "os.PathLike[str]"], what: str) -> URI:
     if isinstance(value, URI):
         return value
     if isinstance(value, os.PathLike):
-        return URI(os.path.abspath(os.fspath(value)))
+        return URI.from_path(os.path.abspath(os.fspath(value)))
     if isinstance(value, str):
-        uri = URI(value)
-        if uri.scheme == "" and not os.path.isabs(value):
-            return URI(os.path.abspath(value))  # from the current directory, now
-        return uri
+        from urllib.parse import urlsplit
+        if urlsplit(value).scheme == "":  # a path: from the current directory, now
+            return URI.from_path(os.path.abspath(value))
+        return URI(value)
     raise TypeError(f"{what} must be a URI, str or path, got {type(value).__name__}")
 
 

@@ -35,6 +35,18 @@ def test_relative_sources_are_taken_from_the_current_directory(tmp_path: Path,
     assert StageIn("file:///abs", "t").source == URI("file:///abs")
 
 
+def test_a_path_names_its_file_exactly() -> None:
+    # urllib.parse takes '#', '?' and ';' for URI syntax and drops tabs and line breaks
+    name = "/data/run #1?a;b\tc\nd \udcff"
+    for given in (name, Path(name)):
+        assert StageIn(given, "t").source.path == name
+        assert StageOut("o", given).target.path == name
+    # a job document writes a URI's text, which would read back as another file: refused
+    from hpcjobs.serialize import SerializationError, dumps
+    with pytest.raises(SerializationError, match="reads back as"):
+        dumps(JobSpec("/bin/true", stage_in={StageIn(Path("/data/run #1"), "t")}))
+
+
 @pytest.mark.parametrize("given, normalized", [
     (F.NONE, F.ON_SUCCESS), (F.IF_PRESENT, F.IF_PRESENT | F.ON_SUCCESS),
     (F.ON_ERROR, F.ON_ERROR), (F.IF_PRESENT | F.ON_SUCCESS, F.IF_PRESENT | F.ON_SUCCESS),

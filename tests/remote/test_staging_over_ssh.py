@@ -79,6 +79,20 @@ def test_files_and_directories_go_there_and_come_back(remote: tuple[JobExecutor,
     assert sorted(left) == ["out1", "out2"]  # cleaned up: the staged-in files
 
 
+def test_a_hostile_name_and_binary_bytes_arrive_exactly(remote: tuple[JobExecutor, str],
+                                                        tmp_path: Path) -> None:
+    ex, job_dir = remote
+    name = os.fsdecode(b"it's \"$HOME\" `id` a\nb\tc \xff\xfe")
+    data = os.urandom(200_000) + b"\0" * 70_000  # binary, past the 64 KiB of a small write
+    (tmp_path / name).write_bytes(data)
+    spec = JobSpec("/bin/sh", ["-c", 'cp -- "$1" "$1.out"', "sh", name], directory=job_dir,
+                   stage_in={StageIn(tmp_path / name, name)},
+                   stage_out={StageOut(f"{name}.out", tmp_path / "back" / name)})
+    status, _ = _run(ex, spec)
+    assert status.state is JobState.COMPLETED, status
+    assert (tmp_path / "back" / name).read_bytes() == data
+
+
 def test_stage_out_follows_how_the_job_ended(remote: tuple[JobExecutor, str], tmp_path: Path) -> None:
     ex, job_dir = remote
     spec = JobSpec("/bin/sh", ["-c", "echo f > f; exit 3"], directory=job_dir,
