@@ -49,7 +49,7 @@ _UNPACK = ('d=$(dirname "$1") && mkdir -p "$d" && mkdir -m 700 "$2" && tar -xf -
 _PACK = 'cd "$(dirname "$1")" && tar -cf - "./$(basename "$1")"'
 #: seconds a staging round trip may take (it carries whole files)
 _STAGING_TIMEOUT = 3600.0
-#: bytes per write of a stage-in's tar stream to ssh
+#: bytes per read of a staged file (and write of it to ssh)
 _TAR_BUFFER = 1 << 20
 
 log = logging.getLogger(__name__)
@@ -413,9 +413,31 @@ def _tar(files: Mapping[str, WriteFile]) -> bytes:
 
 
 def _write_tar(source: str, out: BinaryIO) -> None:
-    """``source`` as a tar stream of one member, ``x``, written to ``out`` as it is read."""
-    with tarfile.open(fileobj=out, mode="w|", bufsize=_TAR_BUFFER) as tar:
+    """``source`` as a tar stream of one member, ``x``, written to ``out`` as it is read.
+    (Not tarfile's stream mode: it gathers its buffer by ``bytes +=``, 0.42 s of CPU
+    for 100 MB in 1 MiB writes, where this takes 0.075 s.)"""
+    with tarfile.TarFile(fileobj=_Appending(out), mode="w", copybufsize=_TAR_BUFFER) as tar:
         tar.add(source, arcname="x")
+
+
+class _Appending(io.RawIOBase):
+    """``out`` as the file tarfile writes a new archive to: ``write``, and ``tell``
+    (which it asks once, at the start) from the bytes written."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        super().__init__()
+        self.out, self.written = out, 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: "bytes | bytearray | memoryview") -> int:  # type: ignore[override]
+        self.out.write(data)
+        self.written += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.written
 
 
 def _unsent(args: list[str], e: SshError) -> CommandError:
