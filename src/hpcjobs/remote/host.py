@@ -49,8 +49,6 @@ _UNPACK = ('d=$(dirname "$1") && mkdir -p "$d" && mkdir -m 700 "$2" && tar -xf -
 _PACK = 'cd "$(dirname "$1")" && tar -cf - "./$(basename "$1")"'
 #: seconds a staging round trip may take (it carries whole files)
 _STAGING_TIMEOUT = 3600.0
-#: bytes per read of a staged file (and write of it to ssh)
-_TAR_BUFFER = 1 << 20
 
 log = logging.getLogger(__name__)
 
@@ -415,8 +413,8 @@ def _tar(files: Mapping[str, WriteFile]) -> bytes:
 def _write_tar(source: str, out: BinaryIO) -> None:
     """``source`` as a tar stream of one member, ``x``, written to ``out`` as it is read.
     (Not tarfile's stream mode: it gathers its buffer by ``bytes +=``, 0.42 s of CPU
-    for 100 MB in 1 MiB writes, where this takes 0.075 s.)"""
-    with tarfile.TarFile(fileobj=_Appending(out), mode="w", copybufsize=_TAR_BUFFER) as tar:
+    for 100 MB in 1 MiB writes, where this takes 0.08 s.)"""
+    with tarfile.open(fileobj=_Appending(out), mode="w") as tar:
         tar.add(source, arcname="x")
 
 
