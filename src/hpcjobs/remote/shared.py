@@ -3,11 +3,13 @@
 Executors ``acquire`` a connection for their URL and ``release`` it when they close;
 the master connection ends when the last one releases it, so a site that asks for a
 one-time password asks once however many executors talk to it. Two URLs naming the
-same (user, host, port) share; different ssh options do not.
+same (user, host, port) share (a path in the URL, such as a Flux socket's, names no
+other host); different ssh options or connect timeouts do not.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Sequence
 
@@ -16,27 +18,36 @@ from .url import SshTarget
 
 __all__ = ["SharedConnections", "CONNECTIONS"]
 
+#: what tells connections apart: destination, ssh options, connect timeout
+_Key = tuple[SshTarget, tuple[str, ...], float]
+
+
+def _key(conn: SshConnection) -> _Key:
+    return conn.target, tuple(conn.options), conn.connect_timeout
+
 
 class SharedConnections:
     """Connections by destination, each with the count of its users."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._open: dict[tuple[SshTarget, tuple[str, ...]], tuple[SshConnection, int]] = {}
+        self._open: dict[_Key, tuple[SshConnection, int]] = {}
 
-    def acquire(self, target: SshTarget, options: Sequence[str] = ()) -> SshConnection:
+    def acquire(self, target: SshTarget, options: Sequence[str] = (), *,
+                connect_timeout: float = 15.0) -> SshConnection:
         """The connection to ``target`` (opened on first use, by its first round trip)."""
-        key = (target, tuple(options))
+        target = dataclasses.replace(target, path=None)
+        key = (target, tuple(options), connect_timeout)
         with self._lock:
             conn, users = self._open.get(key, (None, 0))
             if conn is None:
-                conn = SshConnection(target, options)
+                conn = SshConnection(target, options, connect_timeout=connect_timeout)
             self._open[key] = (conn, users + 1)
             return conn
 
     def release(self, conn: SshConnection) -> None:
         """One user fewer; the last one closes the connection."""
-        key = (conn.target, tuple(conn.options))
+        key = _key(conn)
         with self._lock:
             current, users = self._open.get(key, (None, 0))
             if current is not conn:
@@ -50,7 +61,7 @@ class SharedConnections:
     def users(self, conn: SshConnection) -> int:
         """How many users hold ``conn`` (0 once closed)."""
         with self._lock:
-            current, users = self._open.get((conn.target, tuple(conn.options)), (None, 0))
+            current, users = self._open.get(_key(conn), (None, 0))
             return users if current is conn else 0
 
 

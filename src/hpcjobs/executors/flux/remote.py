@@ -31,7 +31,7 @@ from ...errors import InvalidJobException, SubmitException
 from ...remote.errors import RemoteCommandError, SshConnectionLost, SshError
 from ...remote.login import PROBE, read_login
 from ...remote.ops import MakeDirs, Op, Result, Run, WriteFile
-from ...remote.ssh import SshConnection
+from ...remote.shared import CONNECTIONS
 from ...remote.tunnel import StdioTunnel, plain_words
 from ...remote.url import SshTarget
 from .config import FluxConfig
@@ -76,8 +76,11 @@ class RemoteFlux:
         # a relay that logged in but never answers (a frozen broker there) would block
         # flux.Flux() for ever: its session is ended after this long
         self.answer_timeout = config.connect_timeout * 2 + 5
-        self.connection = SshConnection(target, config.ssh_options,
-                                        connect_timeout=config.connect_timeout)
+        # the host's one connection in this process (remote/shared.py): a batch executor
+        # there (a pilot's) and this one log in once
+        self.connection = CONNECTIONS.acquire(target, config.ssh_options,
+                                              connect_timeout=config.connect_timeout)
+        self._released = False
         try:
             flux = config.flux_command or os.environ.get("FLUX_SSH_RCMD") or ""
             if flux:
@@ -86,7 +89,7 @@ class RemoteFlux:
             self.tunnel = StdioTunnel(self.connection, [self.site.flux, "relay", self.socket],
                                       f"{name}-tunnel")
         except BaseException:
-            self.connection.close()
+            self._release()
             raise
 
     def _survey(self, flux: str, socket: str) -> tuple[FluxSite, str, str]:
@@ -180,9 +183,15 @@ class RemoteFlux:
         raise InvalidJobException(f"Flux rejected the job: {said.removeprefix('flux-job: ')}")
 
     def close(self) -> None:
-        """End the relay sessions and the master connection. Idempotent."""
+        """End the relay sessions and let go of the connection (its master ends with
+        its last user). Idempotent."""
         tunnel: Optional[StdioTunnel] = getattr(self, "tunnel", None)
         if tunnel is not None:
             tunnel.close()
-        self.connection.close()
+        self._release()
+
+    def _release(self) -> None:
+        if not self._released:  # (released twice, it would take another user's share)
+            self._released = True
+            CONNECTIONS.release(self.connection)
 
