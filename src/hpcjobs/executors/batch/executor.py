@@ -28,7 +28,7 @@ from ...spec import JobSpec
 from ...state import JobState, JobStatus
 from .arrays import ArrayDir, BurstCollector, Staged, chunks
 from .config import BatchConfig
-from .host import LOCAL, Host
+from .host import LOCAL, Host, work_directory_on
 from .jobdir import JobDir, exports
 from .monitor import StatusMonitor
 from .scheduler import Scheduler
@@ -105,12 +105,8 @@ class BatchSchedulerExecutor(JobExecutor):
             return super().work_directory
         if self._work_directory is None:
             configured = self.config.work_directory
-            path = self.host.expand_user(os.fspath(configured) if configured is not None
-                                         else f"~/.hpcjobs/work/{self.name}")
-            if not path.startswith("/"):
-                path = self.host.expand_user("~/" + path)
-            self.host.make_dirs(path)
-            self._work_directory = Path(path)
+            self._work_directory = work_directory_on(
+                self.host, os.fspath(configured) if configured is not None else None, self.name)
         return self._work_directory
 
     # ===================================================================== the API

@@ -32,7 +32,7 @@ from ...private import DIR_MODE, FILE_MODE, create, fill, make_dirs
 if TYPE_CHECKING:
     from ...staging import StagingMode
 
-__all__ = ["FileData", "Host", "LOCAL"]
+__all__ = ["FileData", "Host", "LOCAL", "work_directory_on"]
 
 
 @dataclass(frozen=True)
@@ -197,3 +197,14 @@ class Host:
 
 #: this machine
 LOCAL = Host()
+
+
+def work_directory_on(host: Host, configured: Optional[str], name: str) -> Path:
+    """An executor's work directory on a host reached over a connection: ``configured``
+    (default ``~/.hpcjobs/work/<name>``), ``~`` and a relative path taken from the home
+    directory there; made (0700) with the host's next round trip."""
+    path = host.expand_user(configured if configured is not None else f"~/.hpcjobs/work/{name}")
+    if not path.startswith("/"):
+        path = host.expand_user("~/" + path)
+    host.make_dirs(path)
+    return Path(path)

@@ -1,16 +1,21 @@
 """``Allocation``: the pilot's batch job, running ``flux start`` (pilot.sh), through the
 batch executor's public API only (submit, attach, cancel, status callbacks).
 
-The job gets a directory of the pilot's own on the shared filesystem: the job writes
-its Flux URI and host there once the instance runs (``uri``); the client finds it by
-looking at that file, and a fresh process finds the directory of a pilot from the batch
-job's native id (a link ``<backend>-<native id>`` beside it). The pilot ends when the
-client writes the key ``hpcjobs.pilot.stop`` into the instance's KVS: the initial
-program (blocked on that key inside Flux) returns, and the instance shuts down.
+The job gets a directory of the pilot's own on the batch executor's host (this machine,
+or the login node of an ``ssh://`` URL), on the filesystem its nodes share: the job
+writes its Flux URI and node there once the instance runs (``uri``); the client finds
+it by reading that file through the host, and a fresh process finds the directory of a
+pilot from the batch job's native id (a file ``<backend>-<native id>`` beside it, holding
+the directory's name). The pilot ends when the client writes the key
+``hpcjobs.pilot.stop`` into the instance's KVS (``flux kvs put`` run on the host): the
+initial program (blocked on that key inside Flux) returns, and the instance shuts down.
+Every file read and command goes through the batch executor's :class:`Host`, so the
+same code serves a pilot here and one behind ssh.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.resources
 import logging
 import os
@@ -18,17 +23,20 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
+from ...errors import CommandError
 from ...executor import JobExecutor
 from ...job import Job
 from ...resources import ResourceSpecV1
 from ...spec import JobSpec
 from ...attributes import JobAttributes
-from ...private import make_dirs
+from ...remote.url import parse_ssh_url
 from ...state import JobState, JobStatus
 from ...threads import PeriodicTask
+from ..batch.host import LOCAL, Host, work_directory_on
 from .config import PilotConfig
 
 __all__ = ["Allocation", "STOP_KEY"]
@@ -38,36 +46,63 @@ log = logging.getLogger(__name__)
 #: the KVS key whose creation ends the pilot (pilot.sh waits for it)
 STOP_KEY = "hpcjobs.pilot.stop"
 #: how often the client looks for the URI file once the batch job runs (a stat of a file
-#: on the shared file system, for the few seconds the instance takes to come up)
+#: on the shared file system, for the few seconds the instance takes to come up); over
+#: ssh each look is a round trip, an ssh session started
 _URI_POLL = 0.05
+_URI_POLL_REMOTE = 0.25
 #: how often before the batch scheduler says the job runs: a queued pilot may wait for
 #: hours, and its ACTIVE status pokes the look at once; this is only the fallback
 _URI_POLL_QUEUED = 5.0
 #: then how often it looks for the pilot's record of its end (pilot.sh): the fallback for
-#: a batch scheduler slow to say the pilot ended, for as long as the pilot lives
+#: a batch scheduler slow to say the pilot ended, for as long as the pilot lives (over
+#: ssh a round trip each: less often, the batch executor's own ticks say it too)
 _WATCH_END = 1.0
+_WATCH_END_REMOTE = 5.0
 #: seconds the batch scheduler's word on a pilot that ended may take before the
 #: pilot's own record is taken instead
 _BATCH_GRACE = 10.0
+#: bound on a flux command run on the host (asking the instance to stop, its state)
+_FLUX_TIMEOUT = 60.0
+#: the bytes of the pilot's stderr read for the tail of its log
+_LOG_TAIL = 8192
 
 
 class Allocation:
-    """One pilot's batch job. ``on_running(uri)`` is called once the instance can be
-    reached; ``on_end(reason)`` once the batch job has ended (or never published its
-    URI within ``start_timeout``), with why."""
+    """One pilot's batch job. ``on_running(url, config)`` is called once the instance
+    can be reached, with the URL and config of a Flux executor on it; ``on_end(reason)``
+    once the batch job has ended (or never published its URI within
+    ``start_timeout``), with why."""
 
-    def __init__(self, config: PilotConfig, url: str | None, work_directory: Path, flux: str,
-                 on_running: Callable[[str], None], on_end: Callable[[str], None]) -> None:
+    def __init__(self, config: PilotConfig, url: str | None,
+                 on_running: Callable[[str, Mapping[str, Any]], None],
+                 on_end: Callable[[str], None]) -> None:
         self._config = config
-        self._work = work_directory
-        self._flux = flux
+        self._url = url
         self._on_running = on_running
         self._on_end = on_end
-        self._batch = JobExecutor.get_instance(config.backend, url=url,
-                                               config=config.backend_config)
+        # the ssh options (and nothing else) of the pilot's config reach the batch
+        # executor, unless its own config says otherwise
+        backend_config = dict(config.backend_config or {})
+        if url is not None:
+            backend_config.setdefault("ssh_options", list(config.ssh_options))
+        self._batch = JobExecutor.get_instance(config.backend, url=url, config=backend_config)
+        host = getattr(self._batch, "host", LOCAL)
+        #: where the batch executor runs its commands and keeps its files: this machine
+        #: or the ``ssh://`` URL's host; the pilot's files and flux commands go there too
+        self.host: Host = host if isinstance(host, Host) else LOCAL
+        if url is not None and self.host is LOCAL:
+            self._batch.close()
+            raise ValueError(f"PilotConfig.backend: the {config.backend} executor does not "
+                             f"say where it runs {url!r}'s commands; a pilot over ssh needs "
+                             "a batch executor ('slurm', 'pbs')")
+        self._work: Path | None = None
+        self._flux = ""  # the flux command on the host (``start``, ``attach``)
         self.job = Job()
         self.directory: Path | None = None
+        #: the URL of the pilot's Flux for a Flux executor of this process
         self.uri: str | None = None
+        #: the instance's URI for a flux command run on the host
+        self._host_uri: str | None = None
         self._started_at: float | None = None  # when the batch job was seen ACTIVE
         self._ended = threading.Event()
         self._stopping: str | None = None  # why we asked the pilot to stop, if we did
@@ -87,13 +122,28 @@ class Allocation:
     def ended(self) -> bool:
         return self._ended.is_set()
 
-    def start(self) -> None:
-        """Submit the batch job (raises as the batch executor's submit does)."""
-        make_dirs(self._work)
-        self.directory = self._work / f"pilot-{uuid.uuid4().hex[:12]}"
-        make_dirs(self.directory)
-        body = importlib.resources.files(__package__).joinpath("pilot.sh").read_text()
-        (self.directory / "pilot.sh").write_text(body)
+    @property
+    def remote(self) -> bool:
+        return self.host is not LOCAL
+
+    def remote_work_directory(self) -> Path:
+        """Over ssh, where the pilots' directories are: PilotConfig's ``work_directory``
+        on the host (default ``~/.hpcjobs/work/pilot`` there)."""
+        configured = self._config.work_directory
+        return work_directory_on(self.host, os.fspath(configured) if configured is not None
+                                 else None, "pilot")
+
+    def start(self, work: Path) -> None:
+        """Submit the batch job (raises as the batch executor's submit does, and
+        FileNotFoundError, before anything is submitted, without a flux command)."""
+        self._work = work
+        self._flux = self._flux_command()
+        self.directory = work / f"pilot-{uuid.uuid4().hex[:12]}"
+        host = self.host
+        host.make_dirs(os.fspath(work))
+        host.make_dir(os.fspath(self.directory))
+        body = importlib.resources.files(__package__).joinpath("pilot.sh").read_bytes()
+        host.write_file(os.fspath(self.directory / "pilot.sh"), body)
         config = self._config
         resources = ResourceSpecV1(node_count=config.node_count, exclusive_node_use=True,
                                    memory=config.memory_per_node) \
@@ -111,38 +161,45 @@ class Allocation:
             stderr_path=self.directory / "pilot.err"))
         self.job.set_job_status_callback(self._on_status)
         self._batch.submit(self.job)
-        link = self._work / f"{config.backend.lower()}-{self.job.native_id}"
-        link.unlink(missing_ok=True)  # a batch id the scheduler reused
-        link.symlink_to(self.directory.name)
+        # (replaces the file of a batch id the scheduler reused)
+        host.write_file(os.fspath(self._link(str(self.job.native_id))),
+                        self.directory.name.encode(), exclusive=False)
+        host.flush()
         self._poller.start()
 
-    def attach(self, native_id: str) -> None:
+    def attach(self, work: Path, native_id: str) -> None:
         """Follow the running pilot whose batch job is ``native_id``; ValueError if no
         pilot of this work directory has that id."""
-        link = self._work / f"{self._config.backend.lower()}-{native_id}"
-        if not link.is_symlink():
+        self._work = work
+        link = self._link(native_id)
+        found = self.host.read_files([os.fspath(link)])[0]
+        if found is None:
             raise ValueError(f"no pilot with {self._config.backend} job id {native_id!r} "
-                             f"in {self._work} (its work directory)")
-        self.directory = link.resolve()
+                             f"in {work} (its work directory, on {self.host.where})")
+        # (a directory: the symbolic link earlier versions made)
+        name = found.data.decode(errors="replace").strip()
+        self.directory = link if found.is_dir else work / name
+        self._flux = self._flux_command()
         self.job = Job()
         self.job.set_job_status_callback(self._on_status)
         self._batch.attach(self.job, native_id)
         self._poller.start()
+
+    def _link(self, native_id: str) -> Path:
+        assert self._work is not None
+        return self._work / f"{self._config.backend.lower()}-{native_id}"
 
     def stop(self, reason: str, timeout: float) -> None:
         """Ask the instance to shut down and wait (at most ``timeout`` s) for the batch
         job to end; cancel it if it did not (or the instance cannot be reached)."""
         with self._lock:
             self._stopping = reason
-            uri = self.uri
+            uri = self._host_uri
         if uri is not None and not self.ended:
             try:
-                flux = importlib.import_module("flux")
-                kvs = importlib.import_module("flux.kvs")
-                handle = flux.Flux(uri)
-                kvs.put(handle, STOP_KEY, reason)
-                kvs.commit(handle)
-            except OSError as e:
+                self.host.run(["env", f"FLUX_URI={uri}", self._flux, "kvs", "put",
+                               f"{STOP_KEY}={reason}"], timeout=_FLUX_TIMEOUT)
+            except CommandError as e:
                 log.info("pilot %s: asking Flux to stop failed (%s); cancelling its batch "
                          "job", self.native_id, e)
         if uri is None or not self._ended.wait(timeout):
@@ -173,19 +230,40 @@ class Allocation:
                   + f"; its batch job reads {self.job.status.state.name} so far"
                   + self._log_tail())
 
-    def alive(self) -> bool:
-        """Whether the instance answers and is running (not shutting down): one RPC on
-        a handle of its own (handles are not shared between threads)."""
-        if self.uri is None or self.ended:
+    def alive(self) -> bool | None:
+        """Whether the instance answers and is running (not shutting down), as
+        ``flux uptime`` on the host says; None if that cannot be known now (the
+        command did not run: the connection to the host is down)."""
+        uri = self._host_uri
+        if uri is None or self.ended:
             return False
         try:
-            flux = importlib.import_module("flux")
-            state = flux.Flux(self.uri).rpc("state-machine.get").get()
-        except OSError:
-            return False
-        return isinstance(state, dict) and state.get("state") == "run"
+            r = self.host.run(["env", f"FLUX_URI={uri}", self._flux, "uptime"],
+                              timeout=_FLUX_TIMEOUT, check=False)
+        except CommandError as e:  # (not run, or no answer: the link, not the instance)
+            log.info("pilot %s: its state cannot be asked: %s", self.native_id, e)
+            return None
+        # "HH:MM:SS <state> <how long>, owner ..." (flux-uptime(1))
+        words = r.stdout.split()
+        return r.returncode == 0 and len(words) > 1 and words[1] == "run"
 
     # -- machinery ------------------------------------------------------------------
+    def _flux_command(self) -> str:
+        """The ``flux`` the batch job runs, as a path on the host: PilotConfig.flux,
+        else the one on the PATH there; FileNotFoundError if there is none."""
+        configured = self._config.flux
+        if not self.remote:
+            return flux_command(configured)
+        r = self.host.run(["sh", "-c", 'command -v "$1"', "sh", os.fspath(configured or "flux")],
+                          timeout=_FLUX_TIMEOUT, check=False)
+        found = r.stdout.strip()
+        if r.returncode != 0 or not found.startswith("/"):
+            raise FileNotFoundError(
+                f"the pilot runs Flux as its batch job's body but {self.host.where} has no "
+                f"'flux' command ({configured or 'none on the PATH there'}); give its path "
+                "there as PilotConfig.flux")
+        return found
+
     def _on_status(self, job: Job, status: JobStatus) -> None:
         """The batch executor's dispatcher thread: the pilot's batch job changed."""
         if status.state is JobState.ACTIVE:
@@ -209,14 +287,31 @@ class Allocation:
             detail = "its Flux instance ended without being asked to"
         return f"the pilot ({what}) ended: {detail}{self._log_tail()}"
 
+    def _read(self, *names: str) -> list[bytes | None]:
+        """The pilot's files ``names`` (None: missing or unreadable), in one request."""
+        if self.directory is None:
+            return [None] * len(names)
+        try:
+            found = self.host.read_files([os.fspath(self.directory / n) for n in names])
+        except OSError as e:  # (over ssh: the connection; read again at the next look)
+            log.info("pilot %s: its files cannot be read now: %s", self.native_id, e)
+            return [None] * len(names)
+        return [None if f is None or f.is_dir else f.data for f in found]
+
     def _log_tail(self) -> str:
         """The last lines the pilot's Flux wrote to stderr (broker errors), if any."""
         if self.directory is None:
             return ""
+        path = os.fspath(self.directory / "pilot.err")
         try:
-            lines = (self.directory / "pilot.err").read_text(errors="replace").splitlines()
+            found = self.host.read_files([path])[0]
+            if found is not None and found.size > _LOG_TAIL:
+                found = self.host.read_files([path], [found.size - _LOG_TAIL])[0]
         except OSError:
             return ""
+        if found is None:
+            return ""
+        lines = found.data.decode(errors="replace").splitlines()
         tail = [line for line in lines if line.strip()][-3:]
         return f" (its log: {' | '.join(tail)})" if tail else ""
 
@@ -234,44 +329,66 @@ class Allocation:
             return None
         if self.uri is None:
             return self._look_for_uri()
-        try:
-            status = (self.directory / "end").read_text().strip()
-        except FileNotFoundError:
-            return _WATCH_END
+        end, signals = self._read("end", "signals")
+        if end is None:
+            return _WATCH_END_REMOTE if self.remote else _WATCH_END
         # the batch scheduler says best why (cancelled, walltime); give its status a
         # moment to arrive, then go by the pilot's own record
         if self._ended.wait(_BATCH_GRACE):
             return None
-        self._end(self._why_from_files(status))
+        self._end(self._why_from_files(end.decode(errors="replace").strip(),
+                                       (signals or b"").decode(errors="replace").split()))
         return None
 
     def _look_for_uri(self) -> float | None:
         assert self.directory is not None
-        try:
-            text = (self.directory / "uri").read_text()
-        except FileNotFoundError:
-            started = self._started_at
+        (text,) = self._read("uri")
+        started = self._started_at
+        if text is None:
             if started is not None and time.monotonic() - started > self._config.start_timeout:
                 self.cancel()
                 self._end(f"the pilot ({self._config.backend} job {self.native_id}) ran "
                           f"{self._config.start_timeout:g} s without its Flux instance "
                           f"coming up; cancelled{self._log_tail()}")
                 return None
-            return _URI_POLL if started is not None else _URI_POLL_QUEUED
-        lines = text.split("\n")
+            if started is None:
+                return _URI_POLL_QUEUED
+            return _URI_POLL_REMOTE if self.remote else _URI_POLL
+        lines = text.decode(errors="replace").split("\n")
         if len(lines) < 2 or not lines[0]:
             return _URI_POLL
-        self.uri = reachable_uri(lines[0], lines[1])
-        log.debug("pilot %s: Flux at %s", self.native_id, self.uri)
-        self._on_running(self.uri)
-        return _WATCH_END
-
-    def _why_from_files(self, status: str) -> str:
-        assert self.directory is not None
+        local_uri, node = lines[0], lines[1]
         try:
-            signals = (self.directory / "signals").read_text().split()
-        except FileNotFoundError:
-            signals = []
+            self._host_uri, url, config = self._reach(local_uri, node)
+        except ValueError as e:
+            self.cancel()
+            self._end(f"the pilot ({self.what}) cannot be used: {e}; cancelled")
+            return None
+        self.uri = url
+        log.debug("pilot %s: Flux at %s (%s on %s)", self.native_id, url, local_uri, node)
+        self._on_running(url, config)
+        return _WATCH_END_REMOTE if self.remote else _WATCH_END
+
+    def _reach(self, local_uri: str, node: str) -> tuple[str, str, Mapping[str, Any]]:
+        """From the URI the broker gave on ``node``: the URI a flux command on the host
+        uses, and the URL and config of a Flux executor of this process on it."""
+        if not self.remote:
+            uri = reachable_uri(local_uri, node, (socket.gethostname(), os.uname().nodename))
+            return uri, uri, {}
+        assert self._url is not None
+        login = self.host.run(["uname", "-n"], timeout=_FLUX_TIMEOUT).stdout.strip()
+        uri = reachable_uri(local_uri, node, (login,))
+        if not uri.startswith("local://"):
+            # the Flux executor's ssh:// URL names a socket on the ssh host itself
+            raise ValueError(
+                f"its Flux runs on node {node!r}, not on {login!r} (the host of {self._url}), "
+                "and a Flux instance on a node behind the ssh host cannot be reached over "
+                "ssh yet (docs/pilot.md)")
+        url = str(dataclasses.replace(parse_ssh_url(self._url), path=uri[len("local://"):]))
+        return uri, url, {"ssh_options": list(self._config.ssh_options),
+                          "flux_command": self._flux}
+
+    def _why_from_files(self, status: str, signals: list[str]) -> str:
         what = f"the pilot ({self._config.backend} job {self.native_id})"
         with self._lock:
             stopping = self._stopping
@@ -284,13 +401,13 @@ class Allocation:
                 f"died or failed){self._log_tail()}")
 
 
-def reachable_uri(local_uri: str, host: str) -> str:
-    """The URI by which this process reaches an instance whose broker said
-    ``local_uri`` on ``host``: the same on that host, else through ssh (Flux's ssh
-    connector, as ``flux proxy`` uses)."""
-    if host in (socket.gethostname(), os.uname().nodename) or not local_uri.startswith("local://"):
+def reachable_uri(local_uri: str, node: str, here: tuple[str, ...]) -> str:
+    """The URI by which a process on a host named one of ``here`` reaches an instance
+    whose broker said ``local_uri`` on ``node``: the same on that node, else through
+    ssh (Flux's ssh connector, as ``flux proxy`` uses)."""
+    if node in here or not local_uri.startswith("local://"):
         return local_uri
-    return f"ssh://{host}{local_uri[len('local://'):]}"
+    return f"ssh://{node}{local_uri[len('local://'):]}"
 
 
 def flux_command(configured: Path | None) -> str:

@@ -21,16 +21,18 @@ import threading
 import weakref
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ...errors import InvalidJobException, SubmitException
 from ...executor import JobExecutor
 from ...job import Job
+from ...remote.url import is_ssh_url, parse_ssh_url
 from ...resources import ResourceSpecV1
 from ...spec import JobSpec
 from ...state import JobState, JobStatus
 from ...threads import OwnedThread
-from .allocation import Allocation, flux_command
+from .allocation import Allocation
 from .config import PilotConfig
 
 __all__ = ["PilotJobExecutor"]
@@ -46,6 +48,8 @@ _SIGNAL_GRACE = 2.0
 _CLOCK_SLACK = 2.0
 #: bound on waiting for the pilot's batch job to end after we asked it to
 _STOP_TIMEOUT = 60.0
+#: seconds before the pilot's state is asked again when the host could not be asked
+_ASK_AGAIN = 2.0
 
 
 class PilotJobExecutor(JobExecutor):
@@ -75,18 +79,39 @@ class PilotJobExecutor(JobExecutor):
         self._checker_done = False
         self._checker = OwnedThread(f"hpcjobs-pilot-{self._instance}-check", self._check,
                                     self._wakeup.set)
-        self._allocation = Allocation(pilot_config, url, self.work_directory,
-                                      flux_command(pilot_config.flux), self._on_running,
-                                      self._on_end)
-        if pilot_config.attach is not None:
-            self._allocation.attach(pilot_config.attach)
-        else:
-            self._allocation.start()
+        self._allocation = Allocation(pilot_config, url, self._on_running, self._on_end)
+        try:
+            if pilot_config.attach is not None:
+                self._allocation.attach(self.work_directory, pilot_config.attach)
+            else:
+                self._allocation.start(self.work_directory)
+        except BaseException:
+            self._allocation.close()
+            raise
         # an executor never closed (dropped, or its program ended without close())
         # leaves no allocation holding nodes to its walltime: its pilot is cancelled at
         # exit, unless the user detaches pilots (on_close='detach', to attach later)
         self._abandoned = (weakref.finalize(self, _cancel_abandoned, self._allocation)
                            if pilot_config.on_close != "detach" else None)
+
+    def _check_url(self, url: str) -> None:
+        """``ssh://[user@]host[:port]``: the batch executor's, where the pilot's batch
+        job is submitted and its files live (docs/pilot.md); any other URL is refused."""
+        if not is_ssh_url(url):
+            super()._check_url(url)
+        try:
+            parse_ssh_url(url)
+        except ValueError as e:
+            raise ValueError(f"executor {self.name!r}: {e}") from None
+
+    @property
+    def work_directory(self) -> Path:
+        """Where the pilots' directories are: here, or on the ``ssh://`` URL's host."""
+        if not self._allocation.remote:
+            return super().work_directory
+        if self._work_directory is None:
+            self._work_directory = self._allocation.remote_work_directory()
+        return self._work_directory
 
     # -- the API ------------------------------------------------------------------------
     @property
@@ -188,11 +213,12 @@ class PilotJobExecutor(JobExecutor):
             raise
         job.bind(self, twin.native_id)
 
-    def _on_running(self, uri: str) -> None:
-        """The allocation's poller thread: the pilot's Flux can be reached."""
+    def _on_running(self, uri: str, config: Mapping[str, Any]) -> None:
+        """The allocation's poller thread: the pilot's Flux can be reached (at ``uri``,
+        with that Flux executor ``config``: over ssh, the same connection's)."""
         try:
-            flux = JobExecutor.get_instance("flux", url=uri)
-        except (ConnectionError, ImportError) as e:
+            flux = JobExecutor.get_instance("flux", url=uri, config=config)
+        except (ConnectionError, ImportError, SubmitException) as e:
             self._allocation.cancel()
             self._on_end(f"the pilot's Flux at {uri} cannot be reached from here: {e}")
             return
@@ -270,7 +296,11 @@ class PilotJobExecutor(JobExecutor):
                             for twin, _job in doubtful)
             if signalled:
                 time.sleep(_SIGNAL_GRACE)
-            if self._allocation.alive():
+            alive = self._allocation.alive()
+            if alive is None:  # the host cannot be asked now (ssh): ask again shortly
+                time.sleep(_ASK_AGAIN)
+                self._wakeup.set()
+            elif alive:
                 with self._lock:
                     ready = [self._doubtful.pop(job.id) for _twin, job in doubtful
                              if job.id in self._doubtful]
