@@ -27,6 +27,7 @@ from typing import Any
 from ...errors import InvalidJobException, SubmitException
 from ...executor import JobExecutor
 from ...job import Job
+from ...remote.ssh import SshConnection
 from ...remote.url import is_ssh_url, parse_ssh_url
 from ...resources import ResourceSpecV1
 from ...spec import JobSpec
@@ -123,6 +124,14 @@ class PilotJobExecutor(JobExecutor):
     def pilot_status(self) -> JobStatus:
         """The pilot's batch job's status."""
         return self._allocation.job.status
+
+    @property
+    def ssh_connection(self) -> SshConnection | None:
+        """With an ``ssh://`` URL, the one connection to that host: the batch job's
+        commands, the pilot's files and its Flux (submits, events) all go through it
+        (its ``round_trips`` and ``logins`` are counted); else None."""
+        connection = getattr(self._allocation.host, "connection", None)
+        return connection if isinstance(connection, SshConnection) else None
 
     def submit(self, job: Job, hold: bool = False) -> None:
         if hold:

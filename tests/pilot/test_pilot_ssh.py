@@ -1,0 +1,240 @@
+"""The pilot executor over ``ssh://``: the pilot's batch job submitted through the test
+login node (tests/ssh_login.py, a real sshd on a loopback port) to the real Slurm or
+OpenPBS behind it, as that node's user ``hpcjobs-remote`` (not the user running the
+tests), with the real flux-core inside; its URI read back over ssh, and the jobs in it
+run through the Flux executor over the same ssh connection.
+
+What it exercises: the pilot's node is the login node itself (one machine), so its
+Flux socket is reached by ``flux relay`` run on the login node. Not exercised: a pilot
+on a compute node behind the login node (refused, docs/pilot.md).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from pilot_support import CORES, WAIT, flux_problem, pbs_command
+from ssh_login import IN_CI, Login, find_login
+
+from hpcjobs import Job, JobExecutor, JobSpec, JobState
+from hpcjobs.executors.pilot import PilotJobExecutor
+from hpcjobs.remote.ops import ReadFile
+
+pytestmark = pytest.mark.remote
+
+BACKENDS = [pytest.param("slurm", marks=pytest.mark.slurm),
+            pytest.param("pbs", marks=pytest.mark.pbs)]
+#: the pilot's id -> the command that cancels it from outside (as root, here)
+CANCEL = {"slurm": ["scancel"], "pbs": [pbs_command("qdel")]}
+#: prints the user the job runs as, then exits with $1
+WHO = 'id -un; exit "$1"'
+
+
+@pytest.fixture(scope="module")
+def login() -> Login:
+    return find_login()
+
+
+@pytest.fixture(scope="module")
+def remote_flux(login: Login) -> str:
+    """The flux command as the login node's user runs it (this machine's: the login
+    node is this machine; not on that user's PATH, so given as PilotConfig.flux)."""
+    problem = flux_problem()
+    if problem:
+        if IN_CI:
+            pytest.fail(f"{problem} (CI=true: pilot tests must run, not skip)")
+        pytest.skip(problem)
+    flux = shutil.which("flux")
+    assert flux is not None
+    return flux
+
+
+@pytest.fixture
+def remote_dir(login: Login) -> Iterator[str]:
+    """A fresh directory, relative to the remote user's home, removed afterwards."""
+    name = f"hpcjobs-pilot-test-{uuid.uuid4().hex[:8]}"
+    yield name
+    with login.connection() as conn:
+        conn.run(["sh", "-c", 'rm -rf "$HOME/$1"', "sh", name])
+
+
+def require(backend: str, request: pytest.FixtureRequest) -> None:
+    request.getfixturevalue("slurm_cluster" if backend == "slurm" else "pbs_server")
+
+
+def config(login: Login, flux: str, work: str, backend: str, **more: Any) -> dict[str, Any]:
+    return {"backend": backend, "cores_per_node": CORES, "walltime": timedelta(minutes=30),
+            "ssh_options": ["-F", str(login.config)], "flux": flux,
+            "work_directory": f"{work}/pilot", "backend_config": {"work_directory": f"{work}/{backend}"},
+            **more}
+
+
+MakePilot = Callable[..., PilotJobExecutor]
+
+
+@pytest.fixture
+def make_pilot(login: Login, remote_flux: str, remote_dir: str) -> Iterator[MakePilot]:
+    """Makes pilot executors over ssh; closes them afterwards (a detached pilot is
+    cancelled)."""
+    made: list[tuple[PilotJobExecutor, str]] = []
+
+    def make(backend: str, **more: Any) -> PilotJobExecutor:
+        ex = JobExecutor.get_instance("pilot", url=f"ssh://{login.host}", config=config(
+            login, remote_flux, remote_dir, backend, **more))
+        assert isinstance(ex, PilotJobExecutor)
+        made.append((ex, backend))
+        return ex
+
+    yield make
+    for ex, backend in made:
+        ex.close()
+        if not ex.pilot_status.state.final and ex.pilot_native_id:
+            subprocess.run([*CANCEL[backend], ex.pilot_native_id], timeout=60, check=False)
+
+
+def home(login: Login) -> str:
+    return os.path.expanduser(f"~{login.user}")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_jobs_run_in_a_pilot_over_ssh(backend: str, request: pytest.FixtureRequest,
+                                      make_pilot: MakePilot, login: Login,
+                                      remote_dir: str) -> None:
+    """Jobs submitted at once wait for the pilot, then run in it as the remote user with
+    their true exit codes; one login carries it all; close() ends the pilot's batch job
+    COMPLETED."""
+    require(backend, request)
+    ex = make_pilot(backend)
+    assert str(ex.work_directory) == f"{home(login)}/{remote_dir}/pilot"
+    outs = [f"{home(login)}/{remote_dir}/out-{code}" for code in (0, 4)]
+    jobs = [Job(JobSpec("/bin/sh", ["-c", WHO, "sh", str(code)], stdout_path=out))
+            for code, out in zip((0, 4), outs)]
+    for job in jobs:
+        ex.submit(job)
+    statuses = [job.wait(timeout=WAIT) for job in jobs]
+    assert [(s.state, s.exit_code) for s in statuses if s] == [
+        (JobState.COMPLETED, 0), (JobState.FAILED, 4)]
+    assert all(job.native_id and job.native_id.startswith("ƒ") for job in jobs)
+    connection = ex.ssh_connection
+    assert connection is not None and connection.logins == 1  # batch job and Flux: one
+    read = connection.batch([ReadFile(out) for out in outs])
+    assert [r.stdout for r in read] == [f"{login.user}\n".encode()] * 2  # ran there, as them
+    ex.close()
+    assert ex.pilot_status.state is JobState.COMPLETED, ex.pilot_status
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cancelled_from_outside(backend: str, request: pytest.FixtureRequest,
+                                make_pilot: MakePilot) -> None:
+    """The pilot cancelled with scancel / qdel while a job runs: the job ends FAILED
+    saying the pilot was cancelled from outside; submitting then is refused."""
+    require(backend, request)
+    ex = make_pilot(backend)
+    job = Job(JobSpec("/bin/sleep", ["300"]))
+    ex.submit(job)
+    job.wait(timeout=WAIT, target_states=JobState.ACTIVE)
+    subprocess.run([*CANCEL[backend], str(ex.pilot_native_id)], check=True, timeout=60)
+    status = job.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.FAILED, status
+    assert status.message is not None and status.message.startswith("the pilot"), status
+    assert "cancelled from outside hpcjobs" in status.message \
+        or "ended by its batch scheduler" in status.message, status
+
+
+def test_broker_killed(request: pytest.FixtureRequest, make_pilot: MakePilot, login: Login,
+                       remote_flux: str) -> None:
+    """The pilot's Flux broker killed with SIGKILL (by the remote user, over ssh) while
+    a job runs: the job ends FAILED saying the pilot ended; the pilot's state was asked
+    over ssh (flux uptime there), nothing hangs."""
+    require("slurm", request)
+    ex = make_pilot("slurm")
+    job = Job(JobSpec("/bin/sleep", ["300"]))
+    ex.submit(job)
+    job.wait(timeout=WAIT, target_states=JobState.ACTIVE)
+    kill = ('FLUX_URI=$(head -n 1 "$1"/pilot-*/uri) && export FLUX_URI && '
+            'kill -KILL "$("$2" getattr broker.pid)"')
+    with login.connection() as conn:
+        conn.run(["sh", "-c", kill, "sh", str(ex.work_directory), remote_flux], check=True)
+    status = job.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.FAILED, status
+    assert status.message is not None and status.message.startswith(
+        f"the pilot (slurm job {ex.pilot_native_id}) ended"), status.message
+
+
+_CLIENT = textwrap.dedent("""
+    import json, sys, datetime
+    from hpcjobs import Job, JobExecutor, JobSpec, JobState
+    url, config = json.loads(sys.argv[1])
+    config["walltime"] = datetime.timedelta(minutes=30)
+    ex = JobExecutor.get_instance("pilot", url=url, config=config)
+    jobs = [Job(JobSpec("/bin/sh", ["-c", f"sleep {t}; exit {code}"]))
+            for t, code in ((8, 0), (8, 5), (300, 0))]
+    for job in jobs:
+        ex.submit(job)
+    for job in jobs:
+        job.wait(target_states=JobState.ACTIVE)
+    ex.close()  # on_close='detach': jobs and pilot go on
+    print(ex.pilot_native_id, *(job.native_id for job in jobs), flush=True)
+""")
+
+
+def test_a_fresh_process_attaches_over_ssh(request: pytest.FixtureRequest, login: Login,
+                                           remote_flux: str, remote_dir: str,
+                                           make_pilot: MakePilot) -> None:
+    """A client starts a Slurm pilot over ssh and three jobs, and closes with
+    on_close='detach'; a fresh process attaches to the pilot by its Slurm id and to the
+    jobs by theirs, over ssh: two end with their true exit codes, and close() (cancel)
+    cancels the third and ends the pilot COMPLETED."""
+    require("slurm", request)
+    settings = config(login, remote_flux, remote_dir, "slurm", on_close="detach")
+    del settings["walltime"]
+    import json
+    client = subprocess.run([sys.executable, "-c", _CLIENT,
+                             json.dumps([f"ssh://{login.host}", settings])],
+                            capture_output=True, text=True, timeout=WAIT)
+    assert client.returncode == 0, client.stderr[-3000:]
+    pilot_id, *job_ids = client.stdout.split()
+    ex = make_pilot("slurm", attach=pilot_id)
+    assert ex.pilot_native_id == pilot_id
+    jobs = [Job() for _ in job_ids]
+    for job, native_id in zip(jobs, job_ids):
+        ex.attach(job, native_id)
+    statuses = [job.wait(timeout=WAIT) for job in jobs[:2]]
+    assert [(s.state, s.exit_code) for s in statuses if s] == [
+        (JobState.COMPLETED, 0), (JobState.FAILED, 5)]
+    assert jobs[2].status.state is JobState.ACTIVE, jobs[2].status
+    ex.close()
+    assert jobs[2].status.state is JobState.CANCELED, jobs[2].status
+    assert ex.pilot_status.state is JobState.COMPLETED, ex.pilot_status
+
+
+def test_no_flux_there_is_refused_before_anything_is_submitted(
+        request: pytest.FixtureRequest, login: Login, remote_flux: str, remote_dir: str) -> None:
+    """The login node's user has no flux on their PATH: without PilotConfig.flux, a
+    clear FileNotFoundError, and no batch job."""
+    require("slurm", request)
+    settings = config(login, remote_flux, remote_dir, "slurm")
+    del settings["flux"]
+    with pytest.raises(FileNotFoundError, match="has no 'flux' command.*PilotConfig.flux"):
+        JobExecutor.get_instance("pilot", url=f"ssh://{login.host}", config=settings)
+    with login.connection() as conn:
+        listed = conn.run(["sh", "-c", 'ls "$HOME/$1/pilot"', "sh", remote_dir]).text.split()
+    assert not [name for name in listed if name.startswith("slurm-")], listed
+
+
+@pytest.mark.parametrize("url, message", [
+    ("ssh://login/tmp/socket", "no path"),
+    ("http://login", "cannot serve url"),
+])
+def test_a_url_it_cannot_serve_is_refused(url: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        JobExecutor.get_instance("pilot", url=url, config={"backend": "slurm"})
