@@ -362,17 +362,23 @@ class JobExecutor(ABC):
         serves some URLs with another (``local`` over ``ssh://``: executors/shell)."""
         return cls
 
+    #: whether the backend serves ``ssh://[user@]host[:port]`` (checked by
+    #: :meth:`_check_url`; the backend then runs its commands on that host)
+    serves_ssh: ClassVar[bool] = False
+
     def _check_url(self, url: str) -> None:
         """Hook: raise ValueError, naming the URL and this executor, for a URL it cannot
-        serve. This default serves none (the jobs would run on this machine, wherever
-        the URL points); an ``ssh://`` URL is parsed first, so a malformed one says
-        what is wrong with it."""
+        serve. This default serves ``ssh://[user@]host[:port]`` if :attr:`serves_ssh`,
+        and no other (the jobs would run on this machine, wherever the URL points); an
+        ``ssh://`` URL is parsed first, so a malformed one says what is wrong with it."""
         from .remote.url import is_ssh_url, parse_ssh_url
         if is_ssh_url(url):
             try:
                 target = parse_ssh_url(url)
             except ValueError as e:
                 raise ValueError(f"executor {self.name!r}: {e}") from None
+            if self.serves_ssh:
+                return
             raise ValueError(f"executor {self.name!r} cannot serve url {url!r}: it cannot "
                              f"run jobs over ssh on {target.host} yet; run it on that host")
         raise ValueError(f"executor {self.name!r} cannot serve url {url!r}: it runs jobs "

@@ -50,6 +50,9 @@ class BatchSchedulerExecutor(JobExecutor):
     #: stage-in in submit() (from this machine to the job's directory on the host),
     #: stage-out and cleanup when this process sees the job end (docs/remote.md)
     supports_staging = True
+    #: an ``ssh://[user@]host[:port]`` URL: the scheduler's commands run and the job
+    #: files live on that host (docs/remote.md); any other URL is refused
+    serves_ssh = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -85,17 +88,6 @@ class BatchSchedulerExecutor(JobExecutor):
         self._bursts = (BurstCollector(self.config.burst_window, self._send)
                         if self.config.burst_window > 0 and self.scheduler.array_variables
                         else None)
-
-    def _check_url(self, url: str) -> None:
-        """An ``ssh://[user@]host[:port]`` URL: the scheduler's commands run and the job
-        files live on that host (docs/remote.md); any other URL is refused."""
-        from ...remote.url import is_ssh_url, parse_ssh_url
-        if not is_ssh_url(url):
-            super()._check_url(url)
-        try:
-            parse_ssh_url(url)
-        except ValueError as e:
-            raise ValueError(f"executor {self.name!r}: {e}") from None
 
     @property
     def work_directory(self) -> Path:

@@ -33,6 +33,7 @@ from ...job import Job
 from ...resources import ResourceSpecV1
 from ...spec import JobSpec
 from ...attributes import JobAttributes
+from ...remote.tunnel import plain_words
 from ...remote.url import parse_ssh_url
 from ...state import JobState, JobStatus
 from ...threads import PeriodicTask
@@ -82,9 +83,9 @@ class Allocation:
         self._on_end = on_end
         # the ssh options (and nothing else) of the pilot's config reach the batch
         # executor, unless its own config says otherwise
-        backend_config = dict(config.backend_config or {})
-        if url is not None:
-            backend_config.setdefault("ssh_options", list(config.ssh_options))
+        backend_config = config.backend_config
+        if url is not None and (backend_config is None or isinstance(backend_config, Mapping)):
+            backend_config = {"ssh_options": list(config.ssh_options), **(backend_config or {})}
         self._batch = JobExecutor.get_instance(config.backend, url=url, config=backend_config)
         host = getattr(self._batch, "host", LOCAL)
         #: where the batch executor runs its commands and keeps its files: this machine
@@ -262,6 +263,8 @@ class Allocation:
                 f"the pilot runs Flux as its batch job's body but {self.host.where} has no "
                 f"'flux' command ({configured or 'none on the PATH there'}); give its path "
                 "there as PilotConfig.flux")
+        # (the Flux executor inside gives it to the login shell: ValueError if it cannot)
+        plain_words([found], "PilotConfig.flux")
         return found
 
     def _on_status(self, job: Job, status: JobStatus) -> None:

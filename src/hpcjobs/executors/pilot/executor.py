@@ -28,7 +28,6 @@ from ...errors import InvalidJobException, SubmitException
 from ...executor import JobExecutor
 from ...job import Job
 from ...remote.ssh import SshConnection
-from ...remote.url import is_ssh_url, parse_ssh_url
 from ...resources import ResourceSpecV1
 from ...spec import JobSpec
 from ...state import JobState, JobStatus
@@ -59,6 +58,9 @@ class PilotJobExecutor(JobExecutor):
 
     name = "pilot"
     version_string = "0.1.0"
+    #: ``ssh://[user@]host[:port]``: the batch executor's, where the pilot's batch job
+    #: is submitted and its files live (docs/pilot.md)
+    serves_ssh = True
 
     def __init__(self, url: str | None = None,
                  config: PilotConfig | Mapping[str, Any] | None = None) -> None:
@@ -94,16 +96,6 @@ class PilotJobExecutor(JobExecutor):
         # exit, unless the user detaches pilots (on_close='detach', to attach later)
         self._abandoned = (weakref.finalize(self, _cancel_abandoned, self._allocation)
                            if pilot_config.on_close != "detach" else None)
-
-    def _check_url(self, url: str) -> None:
-        """``ssh://[user@]host[:port]``: the batch executor's, where the pilot's batch
-        job is submitted and its files live (docs/pilot.md); any other URL is refused."""
-        if not is_ssh_url(url):
-            super()._check_url(url)
-        try:
-            parse_ssh_url(url)
-        except ValueError as e:
-            raise ValueError(f"executor {self.name!r}: {e}") from None
 
     @property
     def work_directory(self) -> Path:
@@ -227,7 +219,7 @@ class PilotJobExecutor(JobExecutor):
         with that Flux executor ``config``: over ssh, the same connection's)."""
         try:
             flux = JobExecutor.get_instance("flux", url=uri, config=config)
-        except (ConnectionError, ImportError, SubmitException) as e:
+        except (ConnectionError, ImportError, SubmitException, ValueError) as e:
             self._allocation.cancel()
             self._on_end(f"the pilot's Flux at {uri} cannot be reached from here: {e}")
             return
