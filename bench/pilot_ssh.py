@@ -1,0 +1,124 @@
+"""Benchmark: a pilot over ``ssh://`` against the same pilot made on the machine itself,
+in the same run (the real Slurm or OpenPBS, the real flux-core, the test login node's
+real sshd on a loopback port: ``HPCJOBS_TEST_SSH_*``, see tests/ssh_login.py).
+
+Each round makes one pilot here and one over ssh, alternating (here, ssh, here, ssh, ...)
+so that a drift of the machine's load evens out. For each: N ``/bin/true`` jobs
+submitted at once, before the pilot runs;
+
+* ``jobs_per_s``: N over the time from the pilot's batch job seen ACTIVE to the last
+  final callback (the pilot's start-up included, its wait in the queue not);
+* ``running_to_first_active_s``: from the instance running (its URI file written, by
+  the file's mtime: the login node is this machine) to the first job's ACTIVE callback
+  in this process;
+* over ssh, ``round_trips`` and ``logins`` of the executor's one connection, from its
+  making to its close (a WAN figure: multiply the round trips by the link's latency).
+
+The line ends with the medians over the rounds, min-max spreads and the ratio
+``ssh_over_local`` of the rates. Needs the batch system, ``flux`` on PATH with its
+bindings, and the login node.
+
+    .venv/bin/python bench/pilot_ssh.py [--jobs 200] [--rounds 2] [--backend slurm|pbs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from hpcjobs import Job, JobExecutor, JobSpec, JobState, JobStatus
+from hpcjobs.executors.pilot import PilotJobExecutor
+from hpcjobs.remote import SshConnection, parse_ssh_url
+
+WAIT = 1800.0  # bound for one part (never a timing assertion: a stuck part fails)
+
+
+def one(backend: str, jobs: int, url: str | None, work: str) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "backend": backend, "cores_per_node": 4, "walltime": timedelta(minutes=30),
+        "memory_per_node": 2 << 30, "work_directory": f"{work}/pilot",
+        "backend_config": {"work_directory": f"{work}/{backend}"}}
+    if url is not None:
+        config.update(ssh_options=["-F", os.environ["HPCJOBS_TEST_SSH_CONFIG"]],
+                      flux=shutil.which("flux"))
+    ex = JobExecutor.get_instance("pilot", url=url, config=config)
+    assert isinstance(ex, PilotJobExecutor)
+    first_active: list[float] = []
+
+    def seen(job: Job, status: JobStatus) -> None:
+        if status.state is JobState.ACTIVE and not first_active:
+            first_active.append(time.time())
+
+    batch = [Job(JobSpec("/bin/true")) for _ in range(jobs)]
+    for job in batch:
+        job.set_job_status_callback(seen)
+        ex.submit(job)
+    deadline = time.monotonic() + WAIT
+    while ex.pilot_status.state is not JobState.ACTIVE:
+        assert time.monotonic() < deadline and not ex.pilot_status.state.final, ex.pilot_status
+        time.sleep(0.05)
+    started = time.time()
+    for job in batch:
+        status = job.wait(timeout=WAIT)
+        assert status is not None and status.state is JobState.COMPLETED, status
+    ended = time.time()
+    uri = next(Path(ex.work_directory).glob("pilot-*/uri"))  # (the login node is here)
+    running = uri.stat().st_mtime
+    connection = ex.ssh_connection
+    ex.close()
+    out = {"jobs_per_s": round(jobs / (ended - started), 2),
+           "running_to_first_active_s": round(first_active[0] - running, 3)}
+    if connection is not None:
+        out.update(round_trips=connection.round_trips, logins=connection.logins)
+    return out
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    return {"median": round(statistics.median(values), 3), "min": min(values), "max": max(values)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--backend", choices=("slurm", "pbs"), default="slurm")
+    args = parser.parse_args()
+    url = f"ssh://{os.environ['HPCJOBS_TEST_SSH_HOST']}"
+    rounds: list[dict[str, Any]] = []
+    local_dir = tempfile.mkdtemp(prefix="hpcjobs-bench-pilot-")
+    remote_dir = f"hpcjobs-bench-pilot-{uuid.uuid4().hex[:8]}"  # (in the remote home)
+    try:
+        for i in range(args.rounds):
+            here = one(args.backend, args.jobs, None, f"{local_dir}/{i}")
+            over = one(args.backend, args.jobs, url, f"{remote_dir}/{i}")
+            rounds.append({"local": here, "ssh": over})
+            print(json.dumps({"round": i, **rounds[-1]}), file=sys.stderr, flush=True)
+    finally:
+        shutil.rmtree(local_dir, ignore_errors=True)
+        with SshConnection(parse_ssh_url(url), ["-F", os.environ["HPCJOBS_TEST_SSH_CONFIG"]]) as c:
+            c.run(["sh", "-c", 'rm -rf "$HOME/$1"', "sh", remote_dir])
+    rates = {side: [r[side]["jobs_per_s"] for r in rounds] for side in ("local", "ssh")}
+    firsts = {side: [r[side]["running_to_first_active_s"] for r in rounds]
+              for side in ("local", "ssh")}
+    ratios = [r["ssh"]["jobs_per_s"] / r["local"]["jobs_per_s"] for r in rounds]
+    print(json.dumps({
+        "bench": "pilot_ssh", "backend": args.backend, "jobs": args.jobs, "rounds": rounds,
+        "jobs_per_s": {side: spread(v) for side, v in rates.items()},
+        "running_to_first_active_s": {side: spread(v) for side, v in firsts.items()},
+        "ssh_over_local": spread([round(r, 3) for r in ratios]),
+        "round_trips": spread([r["ssh"]["round_trips"] for r in rounds]),
+        "logins": spread([r["ssh"]["logins"] for r in rounds])}))
+
+
+if __name__ == "__main__":
+    main()
