@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -148,6 +149,29 @@ def test_cancelled_from_outside(backend: str, request: pytest.FixtureRequest,
     assert status.message is not None and status.message.startswith("the pilot"), status
     assert "cancelled from outside hpcjobs" in status.message \
         or "ended by its batch scheduler" in status.message, status
+
+
+def test_the_connection_killed_while_jobs_run(request: pytest.FixtureRequest,
+                                              make_pilot: MakePilot) -> None:
+    """The ssh master killed (and with it every session through it: the Flux relay,
+    a round trip in flight) while jobs run in the pilot: it logs in again, and the jobs
+    end in their true state with their exit codes, not FAILED for the lost link."""
+    require("slurm", request)
+    ex = make_pilot("slurm")
+    jobs = [Job(JobSpec("/bin/sh", ["-c", f"sleep 6; exit {code}"])) for code in (0, 6)]
+    for job in jobs:
+        ex.submit(job)
+    for job in jobs:
+        job.wait(timeout=WAIT, target_states=JobState.ACTIVE)
+    connection = ex.ssh_connection
+    assert connection is not None and connection.master_pid is not None
+    os.kill(connection.master_pid, signal.SIGKILL)
+    statuses = [job.wait(timeout=WAIT) for job in jobs]
+    assert [(s.state, s.exit_code) for s in statuses if s] == [
+        (JobState.COMPLETED, 0), (JobState.FAILED, 6)], statuses
+    assert connection.logins >= 2
+    ex.close()
+    assert ex.pilot_status.state is JobState.COMPLETED, ex.pilot_status
 
 
 def test_broker_killed(request: pytest.FixtureRequest, make_pilot: MakePilot, login: Login,
