@@ -199,13 +199,7 @@ class JobExecutor(ABC):
         submitted with the reason (those jobs are NEW again). This default submits them
         one by one; a refusal only the backend's submit can make (a Flux jobspec it
         cannot express) is one of those reasons, the InvalidJobException its cause."""
-        jobs = list(jobs)
-        for job in jobs:
-            if not isinstance(job, Job):
-                raise TypeError(f"submit_many() takes Jobs, got {type(job).__name__}")
-            if job.spec is None:
-                raise InvalidJobException(f"job {job.id} has no spec")
-            self._check_spec(job.spec)
+        jobs = self._checked_for_many(jobs)
         failures: list[tuple[Job, SubmitException]] = []
         for job in jobs:
             try:
@@ -216,6 +210,18 @@ class JobExecutor(ABC):
                 failures.append((job, SubmitException(f"invalid job: {e}", e)))
         if failures:
             raise BulkSubmitException(failures, len(jobs))
+
+    def _checked_for_many(self, jobs: Iterable[Job]) -> list[Job]:
+        """``jobs`` as a list, each checked as :meth:`submit_many` says: TypeError or
+        InvalidJobException before anything is submitted."""
+        jobs = list(jobs)
+        for job in jobs:
+            if not isinstance(job, Job):
+                raise TypeError(f"submit_many() takes Jobs, got {type(job).__name__}")
+            if job.spec is None:
+                raise InvalidJobException(f"job {job.id} has no spec")
+            self._check_spec(job.spec)
+        return jobs
 
     def hold(self, job: Job) -> None:
         """Keep the queued ``job`` from starting until :meth:`release` (the name of

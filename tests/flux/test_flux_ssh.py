@@ -22,7 +22,7 @@ from real_flux import IN_CI, require_flux
 from ssh_login import Login, find_login
 
 from hpcjobs import Job, JobExecutor, JobSpec, JobState, JobStatus, ResourceSpecV1
-from hpcjobs.errors import InvalidJobException, SubmitException
+from hpcjobs.errors import BulkSubmitException, InvalidJobException, SubmitException
 from hpcjobs.remote import HostKeyError, HostUnreachableError, LoginError
 
 #: generous bound for a job or a connection (a deadline guard, never a timing assertion)
@@ -116,6 +116,26 @@ def test_a_fresh_executor_attaches_by_native_id(
         assert status.state is JobState.FAILED and status.exit_code == 5
     finally:
         other.close()
+
+
+def test_a_burst_is_a_few_round_trips(executor: JobExecutor) -> None:
+    """submit_many over ssh: the jobs go in round trips of 1, 2, 4, ... jobs (a ``flux
+    job submit`` each there), not one each; one Flux refuses fails alone
+    (BulkSubmitException, NEW again), the others run with their exit codes."""
+    jobs = [Job(JobSpec("/bin/sh", ["-c", f"exit {code}"])) for code in range(4)]
+    refused = Job(JobSpec("/bin/true"))
+    refused.spec.attributes.queue_name = "no-such-queue"
+    connection = executor.ssh_connection  # type: ignore[attr-defined]
+    before = connection.round_trips
+    with pytest.raises(BulkSubmitException) as e:
+        executor.submit_many([*jobs[:2], refused, *jobs[2:]])
+    assert connection.round_trips == before + 3  # 1, 2, 2 of the 5 jobs
+    assert [job for job, _ in e.value.failures] == [refused]
+    assert "no-such-queue" in str(e.value.failures[0][1])
+    assert refused.status.state is JobState.NEW and refused.native_id is None
+    statuses = [wait(job) for job in jobs]
+    assert [(s.state, s.exit_code) for s in statuses] == [
+        (JobState.COMPLETED, 0), *((JobState.FAILED, code) for code in (1, 2, 3))]
 
 
 @pytest.mark.parametrize("side", ["client", "server"])

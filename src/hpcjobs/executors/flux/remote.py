@@ -25,7 +25,7 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Optional
+from typing import Any, Optional, Sequence, Union
 
 from ...errors import InvalidJobException, SubmitException
 from ...remote.errors import RemoteCommandError, SshConnectionLost, SshError
@@ -63,6 +63,8 @@ fi
 [ -S "$sock" ] || { echo "no Flux instance there: $sock is not a socket" >&2; exit 4; }
 pwd && printf '%s\n%s\n' "$flux" "$sock"
 """
+#: seconds a round trip of submits may take for each job it carries, above the first 120
+_SUBMIT_EACH = 1.0
 #: the survey's exit codes: the flux command is missing; no instance at the socket
 _NO_FLUX, _NO_INSTANCE = 127, 4
 
@@ -162,25 +164,42 @@ class RemoteFlux:
     def submit(self, jobspec: str, urgency: int) -> str:
         """Submit with ``flux job submit`` on the remote host; the job's id as printed.
         InvalidJobException when Flux refuses the job, SubmitException otherwise."""
-        argv = ["env", f"FLUX_URI=local://{self.socket}", self.site.flux, "job", "submit",
-                f"--urgency={urgency}"]
+        outcome = self.submit_many([(jobspec, urgency)])[0]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def submit_many(self, jobs: Sequence[tuple[str, int]]
+                    ) -> list[Union[str, SubmitException, InvalidJobException]]:
+        """Submit each (jobspec, urgency) with ``flux job submit`` on the remote host,
+        all in ONE round trip: for each, the job's id as printed, or the
+        InvalidJobException of a job Flux refuses, or the SubmitException of one it
+        did not take (or that may have been taken: the connection broke)."""
+        runs: list[Op] = [Run(["env", f"FLUX_URI=local://{self.socket}", self.site.flux, "job",
+                               "submit", f"--urgency={urgency}"], input=jobspec.encode())
+                          for jobspec, urgency in jobs]
         try:
-            result = self.connection.run(argv, input=jobspec.encode(), timeout=120)
+            results = self.connection.batch(runs, timeout=120 + len(runs) * _SUBMIT_EACH)
+            lost: Optional[SshConnectionLost] = None
         except SshConnectionLost as e:
-            if not e.completed:
-                raise SubmitException(
-                    f"the connection to {self.target} broke while submitting ({e}): the "
-                    "job may have been submitted or not ('flux jobs' there lists it)", e,
-                    transient=True) from e
-            result = e.completed[0]
+            results, lost = list(e.completed), e
+        outcomes = [self._outcome(result) for result in results]
+        if lost is not None:
+            outcomes += [SubmitException(
+                f"the connection to {self.target} broke while submitting ({lost}): the "
+                "job may have been submitted or not ('flux jobs' there lists it)", lost,
+                transient=True)] * (len(runs) - len(results))
+        return outcomes
+
+    def _outcome(self, result: Result) -> Union[str, SubmitException, InvalidJobException]:
         if result.ok:
             return result.text.strip()
         said = result.stderr.decode("utf-8", "replace").strip()[-1000:]
         if result.missing or result.returncode != 1 or "flux_open" in said:
-            raise SubmitException(f"Flux at {self.target} did not take the job: {said}",
-                                  transient=True)
+            return SubmitException(f"Flux at {self.target} did not take the job: {said}",
+                                   transient=True)
         # flux-job exits 1 with job-ingest's reason for a job it refuses
-        raise InvalidJobException(f"Flux rejected the job: {said.removeprefix('flux-job: ')}")
+        return InvalidJobException(f"Flux rejected the job: {said.removeprefix('flux-job: ')}")
 
     def close(self) -> None:
         """End the relay sessions and let go of the connection (its master ends with

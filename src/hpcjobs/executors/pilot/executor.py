@@ -20,11 +20,11 @@ import logging
 import threading
 import weakref
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...errors import InvalidJobException, SubmitException
+from ...errors import BulkSubmitException, InvalidJobException, SubmitException
 from ...executor import JobExecutor
 from ...job import Job
 from ...remote.ssh import SshConnection
@@ -199,20 +199,53 @@ class PilotJobExecutor(JobExecutor):
 
     def _send(self, flux: JobExecutor, job: Job) -> None:
         """Submit ``job`` to the pilot's Flux as its twin (the job is bound to us)."""
+        twin = self._twin(job)
+        try:
+            flux.submit(twin)
+        except BaseException:
+            self._forget(job, twin)
+            raise
+        job.bind(self, twin.native_id)
+
+    def _send_many(self, flux: JobExecutor, jobs: Sequence[Job]
+                   ) -> Sequence[tuple[Job, Exception]]:
+        """Submit ``jobs`` to the pilot's Flux as their twins, together (over ssh: one
+        round trip); each job that did not go, with why."""
+        twins = [self._twin(job) for job in jobs]
+        failed: dict[str, Exception] = {}
+        try:
+            flux.submit_many(twins)
+        except BulkSubmitException as e:
+            failed = {twin.id: why for twin, why in e.failures}
+        except Exception as e:  # noqa: BLE001 - every job says why
+            failed = {twin.id: e for twin in twins}
+        failures = []
+        for job, twin in zip(jobs, twins):
+            if twin.id in failed:
+                self._forget(job, twin)
+                failures.append((job, failed[twin.id]))
+                continue
+            job.bind(self, twin.native_id)
+            with self._lock:
+                cancelled = job.id in self._cancelled  # (while it was on its way)
+            if cancelled:
+                twin.cancel()
+        return failures
+
+    def _twin(self, job: Job) -> Job:
+        """A new Flux job for ``job``, followed."""
         assert job.spec is not None
         twin = Job(job.spec)
         with self._lock:
             self._twins[job.id] = twin
             self._mine[twin.id] = job
         twin.set_job_status_callback(self._on_twin)
-        try:
-            flux.submit(twin)
-        except BaseException:
-            with self._lock:
-                self._twins.pop(job.id, None)
-                self._mine.pop(twin.id, None)
-            raise
-        job.bind(self, twin.native_id)
+        return twin
+
+    def _forget(self, job: Job, twin: Job) -> None:
+        with self._lock:
+            self._twins.pop(job.id, None)
+            self._mine.pop(twin.id, None)
 
     def _on_running(self, uri: str, config: Mapping[str, Any]) -> None:
         """The allocation's poller thread: the pilot's Flux can be reached (at ``uri``,
@@ -230,12 +263,9 @@ class PilotJobExecutor(JobExecutor):
             self._flux = flux
             pending, self._pending = self._pending, []
         self._running.set()
-        for job in pending:
-            try:
-                self._send(flux, job)
-            except Exception as e:  # noqa: BLE001 - each job says why, the rest go on
-                self._set_job_status(job, JobStatus(JobState.FAILED, message=(
-                    f"the pilot's Flux did not take the job: {e}")))
+        for job, why in self._send_many(flux, pending):  # each job says why, the rest go on
+            self._set_job_status(job, JobStatus(JobState.FAILED, message=(
+                f"the pilot's Flux did not take the job: {why}")))
 
     def _on_twin(self, twin: Job, status: JobStatus) -> None:
         """The Flux executor's dispatcher: a twin's status, for our job."""
