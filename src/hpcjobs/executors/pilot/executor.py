@@ -48,8 +48,10 @@ _SIGNAL_GRACE = 2.0
 _CLOCK_SLACK = 2.0
 #: bound on waiting for the pilot's batch job to end after we asked it to
 _STOP_TIMEOUT = 60.0
-#: seconds before the pilot's state is asked again when the host could not be asked
+#: seconds before the pilot's state is asked again when the host could not be asked,
+#: and how many times in a row before the jobs' ends as Flux gave them stand
 _ASK_AGAIN = 2.0
+_ASK_LIMIT = 5
 
 
 class PilotJobExecutor(JobExecutor):
@@ -316,6 +318,7 @@ class PilotJobExecutor(JobExecutor):
         end is believed once the pilot is seen running after it (a signal's after a
         grace: the scheduler signals instance and jobs at once); while the pilot
         ends, ``_on_end`` gives them its reason."""
+        unasked = 0  # times in a row the pilot's state could not be asked
         while not self._checker_stopped():
             self._wakeup.wait()
             self._wakeup.clear()
@@ -328,10 +331,14 @@ class PilotJobExecutor(JobExecutor):
             if signalled:
                 time.sleep(_SIGNAL_GRACE)
             alive = self._allocation.alive()
-            if alive is None:  # the host cannot be asked now (ssh): ask again shortly
+            unasked = unasked + 1 if alive is None else 0
+            if alive is None and unasked < _ASK_LIMIT:
+                # the host cannot be asked now (ssh): ask again shortly
                 time.sleep(_ASK_AGAIN)
                 self._wakeup.set()
-            elif alive:
+            elif alive or alive is None:
+                # running, or it stays unknown: the twin's end stands (Flux's message
+                # says what is unknown when it lost contact too)
                 with self._lock:
                     ready = [self._doubtful.pop(job.id) for _twin, job in doubtful
                              if job.id in self._doubtful]
