@@ -147,8 +147,11 @@ def test_cancelled_from_outside(backend: str, request: pytest.FixtureRequest,
     status = job.wait(timeout=WAIT)
     assert status is not None and status.state is JobState.FAILED, status
     assert status.message is not None and status.message.startswith("the pilot"), status
+    # (PBS may report the end later than the pilot's grace, under load: then the
+    # message says what is known, the instance gone and the batch state so far)
     assert "cancelled from outside hpcjobs" in status.message \
-        or "ended by its batch scheduler" in status.message, status
+        or "ended by its batch scheduler" in status.message \
+        or "does not answer any more" in status.message, status
 
 
 def test_the_connection_killed_while_jobs_run(request: pytest.FixtureRequest,

@@ -188,7 +188,7 @@ class RemoteFlux:
             outcomes += [SubmitException(
                 f"the connection to {self.target} broke while submitting ({lost}): the "
                 "job may have been submitted or not ('flux jobs' there lists it)", lost,
-                transient=True)] * (len(runs) - len(results))
+                transient=True) for _ in range(len(runs) - len(results))]
         return outcomes
 
     def _outcome(self, result: Result) -> Union[str, SubmitException, InvalidJobException]:
