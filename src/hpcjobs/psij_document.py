@@ -69,7 +69,9 @@ from .staging import (URI, StageIn, StageOut, StageOutFlags, StagingMode, flags_
                       uri_text)
 
 __all__ = ["PSIJ_FORMAT", "PsijDocumentError", "spec_to_psij", "spec_from_psij",
-           "SPEC_FIELDS"]
+           "resources_to_psij", "resources_from_psij", "attributes_to_psij",
+           "attributes_from_psij", "SPEC_FIELDS", "ATTRIBUTE_FIELDS", "check_known",
+           "check_type"]
 
 #: the name :func:`hpcjobs.serialize.document_format` gives these documents
 PSIJ_FORMAT = "psij-python"
@@ -84,7 +86,8 @@ _STAGING_FIELDS = frozenset({"stage_in", "stage_out", "cleanup", "cleanup_flags"
 _RESOURCE_FIELDS = ("node_count", "process_count", "processes_per_node",
                     "cpu_cores_per_process", "gpu_cores_per_process", "exclusive_node_use",
                     "memory")
-_ATTRIBUTE_FIELDS = ("duration", "queue_name", "account", "reservation_id",
+#: psij-python's ``JobAttributes`` constructor parameters, in its order
+ATTRIBUTE_FIELDS = ("duration", "queue_name", "account", "reservation_id",
                      "custom_attributes", "project_name")
 _PATHS = frozenset({"directory", "stdin_path", "stdout_path", "stderr_path", "pre_launch",
                     "post_launch"})
@@ -116,9 +119,9 @@ def spec_to_psij(spec: JobSpec) -> Dict[str, Any]:
             _staging_to_psij(spec, name, d)
         elif name == "resources":
             if spec.resources is not None:
-                d[name] = _resources_to_psij(spec.resources_v1)
+                d[name] = resources_to_psij(spec.resources_v1)
         elif name == "attributes":
-            d[name] = _attributes_to_psij(spec.attributes)
+            d[name] = attributes_to_psij(spec.attributes, "attributes.")
         elif name == "inherit_environment":
             if not spec.inherit_environment:
                 d[name] = False
@@ -129,7 +132,8 @@ def spec_to_psij(spec: JobSpec) -> Dict[str, Any]:
     return d
 
 
-def _resources_to_psij(res: ResourceSpecV1) -> Dict[str, Any]:
+def resources_to_psij(res: ResourceSpecV1) -> Dict[str, Any]:
+    """``res`` as psij-python writes a resource spec, in a job spec or on its own."""
     # (psij-python leaves out what equals the default: None, and False for exclusivity)
     d: Dict[str, Any] = {name: getattr(res, name) for name in _RESOURCE_FIELDS
                          if getattr(res, name) is not None and getattr(res, name) is not False}
@@ -137,15 +141,17 @@ def _resources_to_psij(res: ResourceSpecV1) -> Dict[str, Any]:
     return d
 
 
-def _attributes_to_psij(attrs: JobAttributes) -> Dict[str, Any]:
+def attributes_to_psij(attrs: JobAttributes, where: str = "") -> Dict[str, Any]:
+    """``attrs`` as psij-python writes job attributes; ``where`` prefixes the field
+    names in errors (``"attributes."`` inside a spec)."""
     d: Dict[str, Any] = {}
     if attrs.duration != DEFAULT_DURATION:
-        d["duration"] = _duration_text(attrs.duration)
+        d["duration"] = _duration_text(attrs.duration, where + "duration")
     if attrs.queue_name is not None:
         d["queue_name"] = attrs.queue_name
     if attrs.account is not None and attrs.project_name is not None:
         raise PsijDocumentError(
-            "attributes.project_name: psij-python's format has one field for account and "
+            f"{where}project_name: psij-python's format has one field for account and "
             "project_name (its project_name is an alias of account); set only one, or "
             "write the hpcjobs format")
     if attrs.account is not None:
@@ -156,7 +162,7 @@ def _attributes_to_psij(attrs: JobAttributes) -> Dict[str, Any]:
         for key, value in attrs.custom_attributes.items():
             if type(value) not in (str, int, bool):
                 raise PsijDocumentError(
-                    f"attributes.custom_attributes[{key!r}]: psij-python's format carries "
+                    f"{where}custom_attributes[{key!r}]: psij-python's format carries "
                     f"str, int and bool values, not a {type(value).__name__}; write the "
                     "hpcjobs format")
         d["custom_attributes"] = dict(attrs.custom_attributes)
@@ -203,10 +209,10 @@ def _entry(where: str, ends: Dict[str, Any], flags: Any, mode: StagingMode) -> D
     return entry
 
 
-def _duration_text(duration: timedelta) -> str:
+def _duration_text(duration: timedelta, where: str) -> str:
     if duration < timedelta(0) or duration.microseconds:
         raise PsijDocumentError(
-            f"attributes.duration: {duration!r}: psij-python reads whole, non-negative "
+            f"{where}: {duration!r}: psij-python reads whole, non-negative "
             "seconds only; round it or write the hpcjobs format")
     return f"{duration.days * 86400 + duration.seconds} s"
 
@@ -214,35 +220,35 @@ def _duration_text(duration: timedelta) -> str:
 # -- reading ----------------------------------------------------------------------------
 def spec_from_psij(d: Dict[str, Any]) -> JobSpec:
     """The ``JobSpec`` a psij-python document describes."""
-    _known("", d, SPEC_FIELDS)
+    check_known("", d, SPEC_FIELDS)
     kwargs: Dict[str, Any] = {}
     for name in SPEC_FIELDS:
         value = d.get(name)
         if value is None:  # (psij-python writes no nulls; a hand-written one is unset)
             continue
         if name in _STRINGS:
-            kwargs[name] = _typed(name, value, str)
+            kwargs[name] = check_type(name, value, str)
         elif name == "inherit_environment":
-            kwargs[name] = _typed(name, value, bool)
+            kwargs[name] = check_type(name, value, bool)
         elif name == "arguments":
-            kwargs[name] = [_typed(f"arguments[{i}]", a, (str, int))
-                            for i, a in enumerate(_typed(name, value, list))]
+            kwargs[name] = [check_type(f"arguments[{i}]", a, (str, int))
+                            for i, a in enumerate(check_type(name, value, list))]
         elif name == "environment":
-            kwargs[name] = {k: _typed(f"environment[{k!r}]", v, (str, int))
-                            for k, v in _typed(name, value, dict).items()}
+            kwargs[name] = {k: check_type(f"environment[{k!r}]", v, (str, int))
+                            for k, v in check_type(name, value, dict).items()}
         elif name == "resources":
-            kwargs[name] = _resources_from_psij(_typed(name, value, dict))
+            kwargs[name] = resources_from_psij(check_type(name, value, dict), "resources.")
         elif name == "attributes":
-            kwargs[name] = _attributes_from_psij(_typed(name, value, dict))
+            kwargs[name] = attributes_from_psij(check_type(name, value, dict), "attributes.")
         elif name == "stage_in":
             kwargs[name] = [_stage_in_from_psij(f"stage_in[{i}]", e)
-                            for i, e in enumerate(_typed(name, value, list))]
+                            for i, e in enumerate(check_type(name, value, list))]
         elif name == "stage_out":
             kwargs[name] = [_stage_out_from_psij(f"stage_out[{i}]", e)
-                            for i, e in enumerate(_typed(name, value, list))]
+                            for i, e in enumerate(check_type(name, value, list))]
         elif name == "cleanup":
-            kwargs[name] = [_typed(f"cleanup[{i}]", p, str)
-                            for i, p in enumerate(_typed(name, value, list))]
+            kwargs[name] = [check_type(f"cleanup[{i}]", p, str)
+                            for i, p in enumerate(check_type(name, value, list))]
         else:
             kwargs[name] = _cleanup_flags_from_psij(value)
     try:
@@ -251,12 +257,14 @@ def spec_from_psij(d: Dict[str, Any]) -> JobSpec:
         raise PsijDocumentError(f"JobSpec: {e}") from None
 
 
-def _resources_from_psij(d: Dict[str, Any]) -> ResourceSpecV1:
-    _known("resources.", d, _RESOURCE_FIELDS + ("__version",))
+def resources_from_psij(d: Dict[str, Any], where: str = "") -> ResourceSpecV1:
+    """The resource spec psij-python wrote as ``d`` (``where`` as for
+    :func:`attributes_to_psij`)."""
+    check_known(where, d, _RESOURCE_FIELDS + ("__version",))
     version = d.get("__version", 1)
     if version != 1 or type(version) is not int:
         raise PsijDocumentError(
-            f"resources.__version: resource spec version {version!r} is not supported")
+            f"{where}__version: resource spec version {version!r} is not supported")
     res = ResourceSpecV1()
     try:
         # set one by one, as psij-python does: counts load as they were saved
@@ -264,29 +272,31 @@ def _resources_from_psij(d: Dict[str, Any]) -> ResourceSpecV1:
             if d.get(name) is not None:
                 setattr(res, name, d[name])
     except TypeError as e:
-        raise PsijDocumentError(f"resources: {e}") from None
+        raise PsijDocumentError(f"{where.rstrip('.') + ': ' if where else ''}{e}") from None
     return res
 
 
-def _attributes_from_psij(d: Dict[str, Any]) -> JobAttributes:
-    _known("attributes.", d, _ATTRIBUTE_FIELDS)
+def attributes_from_psij(d: Dict[str, Any], where: str = "") -> JobAttributes:
+    """The job attributes psij-python wrote as ``d`` (``where`` as for
+    :func:`attributes_to_psij`)."""
+    check_known(where, d, ATTRIBUTE_FIELDS)
     attrs = JobAttributes()
     if d.get("duration") is not None:
         attrs.duration = duration_from_text(
-            _typed("attributes.duration", d["duration"], str), "attributes.duration")
+            check_type(f"{where}duration", d["duration"], str), f"{where}duration")
     for name in ("queue_name", "reservation_id"):
         if d.get(name) is not None:
-            setattr(attrs, name, _typed(f"attributes.{name}", d[name], str))
+            setattr(attrs, name, check_type(f"{where}{name}", d[name], str))
     account = d.get("account")
     project = d.get("project_name")
     if account is not None:
-        attrs.account = _typed("attributes.account", account, str)
+        attrs.account = check_type(f"{where}account", account, str)
     if project is not None and project != account:
-        attrs.project_name = _typed("attributes.project_name", project, str)
+        attrs.project_name = check_type(f"{where}project_name", project, str)
     custom = d.get("custom_attributes")
     if custom is not None:
         attrs.custom_attributes = copy.deepcopy(
-            _typed("attributes.custom_attributes", custom, dict))
+            check_type(f"{where}custom_attributes", custom, dict))
     return attrs
 
 
@@ -323,12 +333,12 @@ def _cleanup_flags_from_psij(value: Any) -> StageOutFlags:
 
 
 def _staging_entry(where: str, value: Any, fields: tuple[str, ...]) -> Dict[str, Any]:
-    entry: Dict[str, Any] = _typed(where, value, dict)
-    _known(where + ".", entry, fields)
+    entry: Dict[str, Any] = check_type(where, value, dict)
+    check_known(where + ".", entry, fields)
     for end in ("source", "target"):
         if entry.get(end) is None:
             raise PsijDocumentError(f"{where}.{end} is missing")
-        _typed(f"{where}.{end}", entry[end], str)
+        check_type(f"{where}.{end}", entry[end], str)
     return entry
 
 
@@ -343,7 +353,7 @@ def _mode(where: str, entry: Dict[str, Any]) -> StagingMode:
     value = entry.get("mode")
     if value is None:
         return StagingMode.COPY
-    number = _typed(f"{where}.mode", value, int)
+    number = check_type(f"{where}.mode", value, int)
     if number in _REMOTE_MODES:
         raise PsijDocumentError(
             f"{where}.mode: {number} is psij-python's {_REMOTE_MODES[number]}, a mode of its "
@@ -357,7 +367,7 @@ def _mode(where: str, entry: Dict[str, Any]) -> StagingMode:
 
 def _flags(where: str, value: Any) -> StageOutFlags:
     try:
-        return flags_from_number(_typed(where, value, int))
+        return flags_from_number(check_type(where, value, int))
     except ValueError as e:
         raise PsijDocumentError(f"{where}: {e}") from None
 
@@ -379,7 +389,8 @@ def duration_from_text(text: str, where: str) -> timedelta:
                             "('<seconds> s', hh:mm:ss, hh:mm, minutes, or <n> h|m|s)")
 
 
-def _known(where: str, d: Dict[str, Any], names: tuple[str, ...]) -> None:
+def check_known(where: str, d: Dict[str, Any], names: tuple[str, ...]) -> None:
+    """Refuse a key of ``d`` that is not in ``names``, naming it (``where`` its prefix)."""
     unknown = [k for k in d if k not in names]
     if unknown:
         raise PsijDocumentError(
@@ -387,7 +398,9 @@ def _known(where: str, d: Dict[str, Any], names: tuple[str, ...]) -> None:
             f"document (known: {', '.join(names)})")
 
 
-def _typed(where: str, value: Any, kind: Any) -> Any:
+def check_type(where: str, value: Any, kind: Any) -> Any:
+    """``value`` if it is of ``kind`` (a type or a tuple of them, a bool never an int),
+    else an error naming the field ``where``."""
     kinds = kind if isinstance(kind, tuple) else (kind,)
     # (a bool is an int to isinstance, never to psij-python's documents)
     if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):

@@ -22,12 +22,19 @@ the version and every field name, so a document from a newer hpcjobs fails clear
 
 Reading takes either format: this one, or psij-python's (a ``JobSpec`` as psij-python's
 ``JSONSerializer`` writes it: 0.9.11's, or its main branch's, which adds the staging
-keys; see :mod:`hpcjobs.psij_document`). :func:`document_format` says which a document
-is in: an object with a ``"format"`` key is this one; one whose keys are all
-psij-python's ``JobSpec`` parameters is psij-python's; anything else is refused naming
-the field. Writing takes ``format=PSIJ_FORMAT`` for psij-python's (a ``JobSpec`` only:
-psij-python has no document for a ``Job``); a spec that stages files is written with
-main's staging keys, which psij-python 0.9.11 refuses to read.
+keys; see :mod:`hpcjobs.psij_document`). psij-python's serializer also writes a
+``JobStatus`` (its main branch: :mod:`hpcjobs.psij_status_document`), and a
+``JobAttributes`` or a ``ResourceSpecV1`` on its own (both versions, though neither
+reads those back); they are read and written here too. :func:`document_format` says
+which format a document is in, :func:`document_kind` which object it holds: an object
+with a ``"format"`` key is this format; psij-python's is told by its keys, as its main
+branch tells them: ``"state"`` makes a ``JobStatus``, ``"__version"`` a
+``ResourceSpecV1``, keys that are all ``JobAttributes`` parameters (at least one) a
+``JobAttributes``, keys that are all ``JobSpec`` parameters (or none) a ``JobSpec``;
+anything else is refused naming the field. Writing takes ``format=PSIJ_FORMAT`` for
+psij-python's (not a ``Job``: psij-python refuses to write one that has a spec); a spec
+that stages files is written with main's staging keys, which psij-python 0.9.11
+refuses to read.
 
 Staging in this format: ``stage_in`` and ``stage_out`` are lists of ``{"source",
 "target", "mode"}`` objects (``mode`` a ``StagingMode`` name, ``"COPY"``), each
@@ -35,9 +42,11 @@ stage-out with its ``"flags"`` number; ``cleanup`` a list of paths; ``cleanup_fl
 a number, left out for ALWAYS.
 
 psij-python's ``JSONSerializer`` (``dumps``/``loads``, ``dump``/``load`` on a stream,
-``to_dict``/``from_dict``) is offered over these functions. Like psij-python's, it writes
-a ``JobSpec`` in psij-python's format (``JSONSerializer(format=FORMAT)`` writes this
-one); a ``Job`` in this one.
+``to_dict``/``from_dict``, and main's ``dumpd``/``loadd``) is offered over these
+functions. Like psij-python's, it writes a ``JobSpec`` in psij-python's format
+(``JSONSerializer(format=FORMAT)`` writes this one); a ``Job`` in this one, the only
+one that holds it; a ``JobStatus``, ``JobAttributes`` or ``ResourceSpecV1`` in
+psij-python's, the only one that holds them on their own.
 
 A loaded ``Job`` is a record: it has its id, spec, native id and last status, but no
 executor. To follow the real job again, attach a fresh one::
@@ -55,16 +64,18 @@ from typing import IO, Any, Dict, Optional, Union
 
 from .attributes import JobAttributes
 from .job import Job
-from .psij_document import (PSIJ_FORMAT, SPEC_FIELDS, PsijDocumentError, spec_from_psij,
-                            spec_to_psij)
+from .psij_document import (ATTRIBUTE_FIELDS, PSIJ_FORMAT, SPEC_FIELDS, PsijDocumentError,
+                            attributes_from_psij, attributes_to_psij, resources_from_psij,
+                            resources_to_psij, spec_from_psij, spec_to_psij)
+from .psij_status_document import status_from_psij, status_to_psij
 from .resources import ResourceSpecV1
 from .spec import JobSpec
 from .staging import URI, StagingMode, flags_from_number, uri_text
 from .state import JobState, JobStatus
 
 __all__ = ["FORMAT", "PSIJ_FORMAT", "VERSION", "SerializationError", "dumps", "loads",
-           "to_dict", "from_dict", "document_format", "status_to_dict", "status_from_dict",
-           "Serializer", "JSONSerializer"]
+           "to_dict", "from_dict", "document_format", "document_kind", "status_to_dict",
+           "status_from_dict", "Serializer", "JSONSerializer", "Document"]
 
 FORMAT = "hpcjobs.job"
 VERSION = 1
@@ -80,6 +91,12 @@ _STAGE_OUT_FIELDS = _STAGE_IN_FIELDS | {"flags"}
 _JOB_FIELDS = frozenset({"format", "version", "kind", "spec", "id", "native_id", "executor",
                          "status"})
 
+#: what a job document holds (psij-python's format holds all but a ``Job``, this module's
+#: a ``JobSpec`` or a ``Job``)
+Document = Union[JobSpec, Job, JobStatus, JobAttributes, ResourceSpecV1]
+#: the objects only psij-python's format holds on their own
+_PSIJ_ONLY = (JobStatus, JobAttributes, ResourceSpecV1)
+
 
 class SerializationError(ValueError):
     """A value cannot be written as a job document, or a document cannot be read.
@@ -89,27 +106,29 @@ class SerializationError(ValueError):
 
 
 # -- writing ----------------------------------------------------------------------------
-def dumps(obj: Union[JobSpec, Job], *, indent: Optional[int] = None,
-          format: str = FORMAT) -> str:
-    """The JSON document for a ``JobSpec`` or a ``Job`` (ASCII text), in ``format``:
-    ``FORMAT`` (this module's) or ``PSIJ_FORMAT`` (psij-python's, a ``JobSpec`` only)."""
+def dumps(obj: Document, *, indent: Optional[int] = None, format: str = FORMAT) -> str:
+    """The JSON document for ``obj`` (ASCII text), in ``format``: ``FORMAT`` (this
+    module's: a ``JobSpec`` or a ``Job``) or ``PSIJ_FORMAT`` (psij-python's: anything
+    but a ``Job``)."""
     return json.dumps(to_dict(obj, format=format), indent=indent, allow_nan=False)
 
 
-def to_dict(obj: Union[JobSpec, Job], *, format: str = FORMAT) -> Dict[str, Any]:
+def to_dict(obj: Document, *, format: str = FORMAT) -> Dict[str, Any]:
     """The document for ``obj`` as a JSON-ready dict (see the module docstring)."""
     if format == PSIJ_FORMAT:
-        if not isinstance(obj, JobSpec):
+        if isinstance(obj, Job):
             raise SerializationError(
-                f"psij-python's format holds a JobSpec, not a {type(obj).__name__}; write "
-                f"a Job in the {FORMAT!r} format")
-        try:
-            return spec_to_psij(obj)
-        except PsijDocumentError as e:
-            raise SerializationError(str(e)) from None
+                "psij-python's format holds a JobSpec, JobStatus, JobAttributes or "
+                "ResourceSpecV1, not a Job (psij-python refuses to write a Job that has a "
+                f"spec); write a Job in the {FORMAT!r} format")
+        return _to_psij(obj)
     if format != FORMAT:
         raise ValueError(f"unknown job document format {format!r} "
                          f"(expected {FORMAT!r} or {PSIJ_FORMAT!r})")
+    if isinstance(obj, _PSIJ_ONLY):
+        raise SerializationError(
+            f"the {FORMAT!r} format holds a JobSpec or a Job, not a {type(obj).__name__} "
+            f"on its own; write it in psij-python's format (format={PSIJ_FORMAT!r})")
     if isinstance(obj, JobSpec):
         return {"format": FORMAT, "version": VERSION, "kind": "JobSpec",
                 "spec": _spec_to_dict(obj)}
@@ -121,6 +140,22 @@ def to_dict(obj: Union[JobSpec, Job], *, format: str = FORMAT) -> Dict[str, Any]
                 "executor": None if executor is None else executor.name,
                 "status": status_to_dict(obj.status)}
     raise TypeError(f"can only serialise a JobSpec or a Job, got {type(obj).__name__}")
+
+
+def _to_psij(obj: Document) -> Dict[str, Any]:
+    try:
+        if isinstance(obj, JobSpec):
+            return spec_to_psij(obj)
+        if isinstance(obj, JobStatus):
+            return status_to_psij(obj)
+        if isinstance(obj, JobAttributes):
+            return attributes_to_psij(obj)
+        if isinstance(obj, ResourceSpecV1):
+            return resources_to_psij(obj)
+    except PsijDocumentError as e:
+        raise SerializationError(str(e)) from None
+    raise TypeError(f"can only serialise a JobSpec, JobStatus, JobAttributes or "
+                    f"ResourceSpecV1 in psij-python's format, got {type(obj).__name__}")
 
 
 def status_to_dict(status: JobStatus) -> Dict[str, Any]:
@@ -192,8 +227,8 @@ def _check_json(where: str, value: Any) -> None:
 
 
 # -- reading ----------------------------------------------------------------------------
-def loads(text: Union[str, bytes]) -> Union[JobSpec, Job]:
-    """The ``JobSpec`` or ``Job`` a document describes; ``SerializationError`` if invalid."""
+def loads(text: Union[str, bytes]) -> Document:
+    """The object a document describes; ``SerializationError`` if invalid."""
     try:
         d = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -205,6 +240,17 @@ def document_format(d: Any) -> str:
     """Which format a document (a dict, or its JSON text) is in: ``FORMAT`` or
     ``PSIJ_FORMAT``; ``SerializationError`` naming the field if neither. Only the
     envelope and the field names are looked at: :func:`from_dict` checks the rest."""
+    return _format_and_kind(d)[0]
+
+
+def document_kind(d: Any) -> str:
+    """What a document (a dict, or its JSON text) holds, by the class's name:
+    ``"JobSpec"``, ``"Job"``, ``"JobStatus"``, ``"JobAttributes"`` or
+    ``"ResourceSpecV1"``; checked as :func:`document_format` checks it."""
+    return _format_and_kind(d)[1]
+
+
+def _format_and_kind(d: Any) -> tuple[str, str]:
     if isinstance(d, (str, bytes)):
         try:
             d = json.loads(d)
@@ -218,45 +264,74 @@ def document_format(d: Any) -> str:
             raise SerializationError(
                 f"format: {d['format']!r} is not a job document format this hpcjobs reads "
                 f"({FORMAT!r}, or psij-python's, which has no \"format\" field)")
-        return FORMAT
+        version = d.get("version")
+        if version != VERSION:
+            raise SerializationError(
+                f"job document version {version!r} is not supported (this hpcjobs reads "
+                f"version {VERSION}; a newer hpcjobs may have written it)")
+        kind = d.get("kind")
+        if kind not in ("JobSpec", "Job"):
+            raise SerializationError(
+                f"unknown job document kind {kind!r} (expected 'JobSpec' or 'Job')")
+        return FORMAT, kind
+    # psij-python's main branch takes "state" for a status, and a document with a
+    # "__version" for a versioned object (only ResourceSpec has one); 0.9.11 and main
+    # read everything else as a JobSpec. Attributes on their own (which psij-python
+    # writes but does not read) are told by their keys, which no JobSpec has.
+    if "state" in d:
+        return PSIJ_FORMAT, "JobStatus"
+    if "__version" in d:
+        return PSIJ_FORMAT, "ResourceSpecV1"
+    if d and all(k in ATTRIBUTE_FIELDS for k in d):
+        return PSIJ_FORMAT, "JobAttributes"
     unknown = [k for k in d if k not in _PSIJ_SPEC_FIELDS]
     if unknown:
         raise SerializationError(
             f"not a job document: field {unknown[0]!r} is not one of psij-python's "
-            f"(a JobSpec's: {', '.join(_PSIJ_SPEC_FIELDS)}), and an hpcjobs document "
-            f"starts with \"format\": {FORMAT!r}")
-    return PSIJ_FORMAT
+            f"(a JobSpec's: {', '.join(_PSIJ_SPEC_FIELDS)}; a JobStatus has \"state\", "
+            "a ResourceSpecV1 \"__version\", a JobAttributes only its own: "
+            f"{', '.join(ATTRIBUTE_FIELDS)}), and an hpcjobs document starts with "
+            f"\"format\": {FORMAT!r}")
+    return PSIJ_FORMAT, "JobSpec"
 
 
-def from_dict(d: Any) -> Union[JobSpec, Job]:
+def from_dict(d: Any) -> Document:
     """Inverse of :func:`to_dict`, for a document in either format."""
-    if document_format(d) == PSIJ_FORMAT:
-        try:
-            psij_spec = spec_from_psij(d)
-        except PsijDocumentError as e:
-            raise SerializationError(str(e)) from None
-        _check_json("attributes.custom_attributes", psij_spec.attributes.custom_attributes)
-        return psij_spec
-    version = d.get("version")
-    if version != VERSION:
-        raise SerializationError(
-            f"job document version {version!r} is not supported (this hpcjobs reads "
-            f"version {VERSION}; a newer hpcjobs may have written it)")
-    kind = d.get("kind")
+    form, kind = _format_and_kind(d)
+    if form == PSIJ_FORMAT:
+        return _from_psij(d, kind)
     if kind == "JobSpec":
         _known("", d, frozenset({"format", "version", "kind", "spec"}))
         spec = _spec_from_dict(_field(d, "spec", dict))
         assert spec is not None
         return spec
-    if kind == "Job":
-        _known("", d, _JOB_FIELDS)
-        spec = _spec_from_dict(_field(d, "spec", dict, optional=True))
-        # a record of a job seen elsewhere: restore what it was, not a live binding
-        job_id = _field(d, "id", str)
-        native_id = _field(d, "native_id", str, optional=True)
-        _field(d, "executor", str, optional=True)
-        return Job.restore(spec, job_id, native_id, status_from_dict(_field(d, "status", dict), "status"))
-    raise SerializationError(f"unknown job document kind {kind!r} (expected 'JobSpec' or 'Job')")
+    _known("", d, _JOB_FIELDS)
+    spec = _spec_from_dict(_field(d, "spec", dict, optional=True))
+    # a record of a job seen elsewhere: restore what it was, not a live binding
+    job_id = _field(d, "id", str)
+    native_id = _field(d, "native_id", str, optional=True)
+    _field(d, "executor", str, optional=True)
+    return Job.restore(spec, job_id, native_id,
+                       status_from_dict(_field(d, "status", dict), "status"))
+
+
+def _from_psij(d: Dict[str, Any], kind: str) -> Document:
+    obj: Document
+    try:
+        if kind == "JobStatus":
+            obj = status_from_psij(d)
+            _check_json("metadata", obj.metadata)
+        elif kind == "ResourceSpecV1":
+            obj = resources_from_psij(d)
+        elif kind == "JobAttributes":
+            obj = attributes_from_psij(d)
+            _check_json("custom_attributes", obj.custom_attributes)
+        else:
+            obj = spec_from_psij(d)
+            _check_json("attributes.custom_attributes", obj.attributes.custom_attributes)
+    except PsijDocumentError as e:
+        raise SerializationError(str(e)) from None
+    return obj
 
 
 def status_from_dict(d: Dict[str, Any], where: str = "status") -> JobStatus:
@@ -371,8 +446,9 @@ def _field(d: Dict[str, Any], name: str, kind: Union[type, tuple[type, ...]],
 class Serializer:
     """psij-python's serializer interface, over this module's functions, with the same
     checks (``SerializationError``, a ``ValueError``). A ``JobSpec`` is written in
-    ``format`` (psij-python's by default), a ``Job`` in this module's; both formats
-    are read."""
+    ``format`` (psij-python's by default), a ``Job`` in this module's, a
+    ``JobStatus``, ``JobAttributes`` or ``ResourceSpecV1`` in psij-python's; both
+    formats are read."""
 
     def __init__(self, format: str = PSIJ_FORMAT) -> None:
         if format not in (FORMAT, PSIJ_FORMAT):
@@ -380,23 +456,33 @@ class Serializer:
                              f"(expected {FORMAT!r} or {PSIJ_FORMAT!r})")
         self.format = format
 
-    def to_dict(self, obj: Union[JobSpec, Job]) -> Dict[str, Any]:
+    def to_dict(self, obj: Document) -> Dict[str, Any]:
         """The document for ``obj`` as a JSON-ready dict."""
-        return to_dict(obj, format=self.format if isinstance(obj, JobSpec) else FORMAT)
+        if isinstance(obj, JobSpec):
+            return to_dict(obj, format=self.format)
+        return to_dict(obj, format=FORMAT if isinstance(obj, Job) else PSIJ_FORMAT)
 
-    def from_dict(self, d: Dict[str, Any]) -> Union[JobSpec, Job]:
-        """The ``JobSpec`` or ``Job`` a document dict describes."""
+    def from_dict(self, d: Dict[str, Any]) -> Document:
+        """The object a document dict describes."""
         return from_dict(d)
 
-    def dumps(self, obj: Union[JobSpec, Job]) -> str:
+    def dumpd(self, obj: Document) -> Dict[str, Any]:
+        """psij-python main's name for :meth:`to_dict`."""
+        return self.to_dict(obj)
+
+    def loadd(self, d: Dict[str, Any]) -> Document:
+        """psij-python main's name for :meth:`from_dict`."""
+        return self.from_dict(d)
+
+    def dumps(self, obj: Document) -> str:
         """The document for ``obj`` as a string."""
         return json.dumps(self.to_dict(obj), allow_nan=False)
 
-    def loads(self, text: Union[str, bytes]) -> Union[JobSpec, Job]:
-        """The ``JobSpec`` or ``Job`` a document string describes."""
+    def loads(self, text: Union[str, bytes]) -> Document:
+        """The object a document string describes."""
         return loads(text)
 
-    def dump(self, obj: Union[JobSpec, Job], stream: IO[Any]) -> None:
+    def dump(self, obj: Document, stream: IO[Any]) -> None:
         """Write the document for ``obj`` to a text or binary stream."""
         text = self.dumps(obj)
         try:
@@ -404,8 +490,8 @@ class Serializer:
         except TypeError:  # a binary stream (the document is ASCII)
             stream.write(text.encode("ascii"))
 
-    def load(self, stream: IO[Any]) -> Union[JobSpec, Job]:
-        """The ``JobSpec`` or ``Job`` the document read from ``stream`` describes."""
+    def load(self, stream: IO[Any]) -> Document:
+        """The object the document read from ``stream`` describes."""
         return self.loads(stream.read())
 
 

@@ -103,6 +103,9 @@ def _read_spec(source: str) -> JobSpec:
         if obj.spec is None:
             raise serialize.SerializationError(f"{source}: the job document has no spec")
         return obj.spec
+    if not isinstance(obj, JobSpec):  # a status, or attributes or resources on their own
+        raise serialize.SerializationError(
+            f"{source}: a {type(obj).__name__} document, not a job spec or a job")
     return obj
 
 
