@@ -50,6 +50,10 @@ A document without staging keys is also 0.9.11's; psij-python 0.9.11 refuses one
 - psij-python's remote-executor modes (CLIENT_TO_HN 4, CLIENT_TO_CN 5, HN_TO_CN 6)
   have no hpcjobs equivalent: refused, naming the entry.
 
+A ``JobAttributes`` or a ``ResourceSpecV1`` on its own is written as it is inside a
+spec (psij-python writes them so, and reads neither back); a status is
+:mod:`hpcjobs.psij_status_document`'s.
+
 What cannot be written or read is a ``SerializationError`` naming the field.
 """
 

@@ -122,6 +122,19 @@ def test_bad_file_names_the_file(tmp_path: Path) -> None:
         build_spec(parse("--file", str(path)))
 
 
+@pytest.mark.parametrize("document, kind", [
+    ('{"state": 6, "time": 1.0, "exit_code": 0}', "JobStatus"),
+    ('{"node_count": 2, "__version": 1}', "ResourceSpecV1"),
+    ('{"queue_name": "debug"}', "JobAttributes"),
+])
+def test_a_file_holding_no_spec_is_refused_naming_what_it_holds(
+        tmp_path: Path, document: str, kind: str) -> None:
+    path = tmp_path / "status.json"
+    path.write_text(document)
+    with pytest.raises(SerializationError, match=f"status.json: a {kind} document, not a job"):
+        build_spec(parse("--file", str(path)))
+
+
 def test_no_command_and_no_file_is_a_usage_error() -> None:
     with pytest.raises(argparse.ArgumentTypeError, match="no command"):
         build_spec(parse())
