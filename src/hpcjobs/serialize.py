@@ -75,7 +75,7 @@ from .state import JobState, JobStatus
 
 __all__ = ["FORMAT", "PSIJ_FORMAT", "VERSION", "SerializationError", "dumps", "loads",
            "to_dict", "from_dict", "document_format", "document_kind", "status_to_dict",
-           "status_from_dict", "Serializer", "JSONSerializer", "Document"]
+           "status_from_dict", "Serializer", "JSONSerializer", "Document", "PSIJSerializable"]
 
 FORMAT = "hpcjobs.job"
 VERSION = 1
@@ -94,6 +94,9 @@ _JOB_FIELDS = frozenset({"format", "version", "kind", "spec", "id", "native_id",
 #: what a job document holds (psij-python's format holds all but a ``Job``, this module's
 #: a ``JobSpec`` or a ``Job``)
 Document = Union[JobSpec, Job, JobStatus, JobAttributes, ResourceSpecV1]
+#: psij-python main's name for what its serializer reads and writes (type hints that
+#: name it keep working through the ``psij`` alias)
+PSIJSerializable = Union[JobSpec, JobStatus]
 #: the objects only psij-python's format holds on their own
 _PSIJ_ONLY = (JobStatus, JobAttributes, ResourceSpecV1)
 

@@ -62,7 +62,7 @@ def test_register_executor_and_launcher_through_a_descriptor(
     ("job_executor_config", ["JobExecutorConfig"]),
     ("resource_spec", ["ResourceSpec", "ResourceSpecV1"]),
     ("exceptions", ["InvalidJobException", "SubmitException"]),
-    ("serialize", ["JSONSerializer"]),
+    ("serialize", ["JSONSerializer", "PSIJSerializable"]),
     ("descriptor", ["Descriptor"]),
     ("executors", ["LocalJobExecutor", "SlurmJobExecutor", "PBSJobExecutor",
                    "FluxJobExecutor", "BatsimJobExecutor"]),
