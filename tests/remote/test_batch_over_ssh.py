@@ -211,6 +211,32 @@ def test_a_burst_of_distinct_jobs_is_one_round_trip(name: str, login: Login, rem
     assert [s.exit_code if s else None for s in statuses] == list(range(20))
 
 
+@pytest.mark.parametrize("name", BACKENDS[:2])
+def test_a_refused_job_in_a_burst_gets_its_own_error(name: str, login: Login, remote_dir: str) -> None:
+    # the submits of a burst run side by side there: each keeps its own answer
+    _require(name)
+    from datetime import timedelta
+    from hpcjobs import JobAttributes
+    from hpcjobs.errors import BulkSubmitException
+    refused = {2, 9, 10}
+    with executor(name, login, remote_dir) as ex:
+        jobs = [Job(JobSpec("/bin/sh", ["-c", f"exit {i}"], attributes=JobAttributes(
+            duration=timedelta(minutes=10 + i),
+            queue_name="no-such-queue" if i in refused else None))) for i in range(21)]
+        with pytest.raises(BulkSubmitException) as e:
+            ex.submit_many(jobs)
+        assert {job.id for job, _ in e.value.failures} == {jobs[i].id for i in refused}
+        for _, error in e.value.failures:
+            assert "queue" in str(error).lower() or "partition" in str(error).lower(), error
+        for i, job in enumerate(jobs):
+            if i in refused:
+                assert job.status.state is JobState.NEW and job.native_id is None
+        accepted = [job for i, job in enumerate(jobs) if i not in refused]
+        assert len({job.native_id for job in accepted}) == len(accepted)
+        statuses = [job.wait(timeout=WAIT) for job in accepted]
+    assert [s.exit_code if s else None for s in statuses] == [i for i in range(21) if i not in refused]
+
+
 @pytest.mark.parametrize("delay", [0.3, 0.9])  # (in its file changes; in its commands)
 def test_no_job_is_lost_when_the_connection_drops_during_a_burst(
         login: Login, conn: SshConnection, remote_dir: str, delay: float) -> None:

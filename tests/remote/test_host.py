@@ -95,6 +95,33 @@ def test_a_failed_change_stops_the_command_it_travels_with(conn: SshConnection, 
     host.run(["true"], timeout=60)  # the queue was emptied by the failure
 
 
+def test_a_burst_of_new_directories_is_one_change(conn: SshConnection, work: str) -> None:
+    host = SshHost(conn)
+    names = ["plain", "it's \"q\" $HOME `id`", "new\nline", os.fsdecode(b"caf\xe9")]
+    for n in names:
+        host.make_dir(f"{work}/{n}")
+        host.write_file(f"{work}/{n}/batch.out", b"")
+        host.write_file(f"{work}/{n}/job.sh", os.fsencode(f"#!/bin/sh\necho '{n}'\n"), mode=0o700)
+    host.remove(f"{work}/{names[0]}/environment")  # (never written: nothing to do)
+    before = conn.round_trips
+    assert host.run(["cat", f"{work}/{names[1]}/job.sh"], timeout=60).stdout.endswith(f"'{names[1]}'\n")
+    assert conn.round_trips == before + 1
+    for n in names:
+        d = os.fsencode(f"{work}/{n}")
+        assert os.stat(d).st_mode & 0o777 == 0o700
+        assert sorted(os.listdir(d)) == [b"batch.out", b"job.sh"]
+        assert os.stat(d + b"/job.sh").st_mode & 0o777 == 0o700
+        assert os.stat(d + b"/batch.out").st_mode & 0o777 == 0o600
+    # one that exists already fails the change, naming it; the command after it never runs
+    host.make_dir(f"{work}/fresh")
+    host.make_dir(f"{work}/{names[0]}")
+    host.write_file(f"{work}/{names[0]}/job.sh", b"replaced?")
+    with pytest.raises(RemoteFileError, match="plain.*File exists"):
+        host.run(["touch", f"{work}/submitted"], timeout=60)
+    assert not Path(f"{work}/submitted").exists()
+    assert Path(f"{work}/plain/job.sh").read_bytes() == b"#!/bin/sh\necho 'plain'\n"
+
+
 def test_flush_reports_a_failed_change(conn: SshConnection, work: str) -> None:
     host = SshHost(conn)
     host.write_file(f"{work}/missing-dir/f", b"x")

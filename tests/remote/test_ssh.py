@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from ssh_login import Login
 from hpcjobs.remote import (HostKeyError, HostUnreachableError, LoginError, MakeDirs, ReadFile,
                             RemoteCommandNotFound, Remove, Run, SshConnection, SshConnectionLost,
-                            SshTarget, WriteFile)
+                            NewDirs, SshTarget, WriteFile)
 
 #: the bytes a POSIX shell is most likely to mangle: quotes, expansions, line breaks,
 #: and dash's internal control bytes (0x81-0x8a)
@@ -109,6 +109,30 @@ def test_written_files_hold_exactly_the_bytes_sent(conn: SshConnection, remote_d
     assert [p for p in os.listdir(remote_dir) if b".hpcjobs-part." in p] == []
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(names=st.lists(NO_NUL.filter(lambda b: b not in (b"", b".", b"..")).map(
+           lambda b: b.replace(b"/", b"_")), min_size=1, max_size=4, unique=True),
+       data=NO_NUL | st.sampled_from(HOSTILE))
+def test_new_directories_hold_exactly_the_files_sent(conn: SshConnection, remote_dir: bytes,
+                                                     names: list[bytes], data: bytes) -> None:
+    top = remote_dir + b"/" + os.urandom(8).hex().encode()  # (hypothesis seeds random)
+    dirs = [top + b"/" + n for n in names]
+    r = conn.batch([MakeDirs(top), NewDirs(tuple(
+        (d, ((b"script", data, 0o700), (b"out", b"", 0o600), (names[0], data[::-1], 0o640)))
+        for d in dirs))])
+    assert [x.returncode for x in r] == [0, 0], r
+    for d in dirs:
+        assert os.stat(d).st_mode & 0o777 == 0o700
+        for name, want, mode in ((b"script", data, 0o700), (b"out", b"", 0o600),
+                                 (names[0], data[::-1], 0o640)):
+            assert Path(os.fsdecode(d + b"/" + name)).read_bytes() == want
+            assert os.stat(d + b"/" + name).st_mode & 0o777 == mode
+    # made already: refused (the directory is not reused), and its files left as they were
+    again = conn.batch([NewDirs(((dirs[0], ((b"script", b"other", 0o700),)),))])[0]
+    assert again.returncode != 0 and b"exists" in again.stderr
+    assert Path(os.fsdecode(dirs[0] + b"/script")).read_bytes() == data
+
+
 def test_a_batch_is_one_round_trip_whatever_its_size(conn: SshConnection, remote_dir: bytes) -> None:
     ops = []
     for i in range(200):
@@ -131,6 +155,25 @@ def test_each_operation_has_its_own_result(conn: SshConnection, remote_dir: byte
     assert r[2].stdout == remote_dir + b"\n" and r[3].stdout != r[2].stdout  # cd stays in its op
     assert r[4].stdout == b"no newline" and r[5].stdout == b""  # stdin is empty, not the script
     assert r[6].ok and r[7].returncode == 127 and not r[7].missing
+
+
+@pytest.mark.parametrize("group, parallel", [(1, 1), (4, 1), (3, 2), (16, 4)])
+def test_grouped_and_parallel_commands_keep_their_own_results_in_order(
+        conn: SshConnection, group: int, parallel: int) -> None:
+    # the first commands sleep longest: run side by side, the later ones end first
+    ops = [Run(["sh", "-c", f"sleep 0.{9 - i}; echo out{i}; echo err{i} >&2; exit {i}"])
+           for i in range(8)]
+    ops[5:5] = [Run(["no-such-command-here", "x"]), Run(["cat"], input=b"in\0put"),
+                Run(["true"]), Run(["sh", "-c", "exit 127"])]
+    before = conn.round_trips
+    r = conn.batch(ops, guard=1, group=group, parallel=parallel)
+    assert conn.round_trips == before + 1 and len(r) == len(ops)
+    runs = r[:5] + r[9:]
+    assert [(x.returncode, x.stdout, x.stderr) for x in runs] == [
+        (i, b"out%d\n" % i, b"err%d\n" % i) for i in range(8)]
+    assert r[5].missing and r[5].returncode == 127
+    assert (r[6].stdout, r[7].returncode, r[7].stdout) == (b"in\0put", 0, b"")
+    assert r[8].returncode == 127 and not r[8].missing
 
 
 def test_a_missing_remote_command_is_named(conn: SshConnection) -> None:

@@ -13,12 +13,13 @@ from .errors import (HostKeyError, HostUnreachableError, LoginError, RemoteComma
                      RemoteCommandNotFound, SshConnectionLost, SshError, SshTimeout)
 from ..executors.batch.host import FileData
 from .host import RemoteFileError, SshHost
-from .ops import ListDir, MakeDirs, Op, ReadFile, Remove, Result, Run, StatRead, WriteFile
+from .ops import (ListDir, MakeDirs, NewDirs, Op, ReadFile, Remove, Result, Run, StatRead,
+                  WriteFile)
 from .ssh import SshConnection
 from .url import SshTarget, parse_ssh_url
 
 __all__ = ["SshConnection", "SshHost", "FileData", "RemoteFileError", "SshTarget",
            "parse_ssh_url", "Op", "Run", "WriteFile", "ReadFile", "StatRead", "ListDir",
-           "MakeDirs", "Remove", "Result", "SshError", "HostKeyError",
+           "MakeDirs", "NewDirs", "Remove", "Result", "SshError", "HostKeyError",
            "LoginError", "HostUnreachableError", "SshConnectionLost", "SshTimeout",
            "RemoteCommandError", "RemoteCommandNotFound"]

@@ -18,7 +18,6 @@ import logging
 import os
 import tarfile
 import threading
-import time
 import uuid
 from typing import BinaryIO, Callable, Mapping, Optional, Sequence, Union
 
@@ -30,7 +29,8 @@ from ..stage_files import StagingError
 from ..staging import StagingMode
 from ..private import DIR_MODE, FILE_MODE
 from .errors import SshConnectionLost, SshError
-from .ops import ListDir, MakeDirs, Op, Remove, Result, Run, StatRead, StatReadMany, WriteFile
+from .ops import (ListDir, MakeDirs, NewDirs, Op, Remove, Result, Run, StatRead, StatReadMany,
+                  WriteFile)
 from .ssh import SshConnection, Writer
 from .login import PROBE, RemoteLogin, read_login
 
@@ -38,8 +38,8 @@ __all__ = ["SshHost", "RemoteFileError", "connect"]
 
 # make_dir's script: $2 = 1 when the directory may exist already
 _MKDIR = 'mkdir -m 700 "$1" || { [ "$2" = 1 ] && [ -d "$1" ]; }'
-# a new directory and its first files, from the tar on stdin (coalesce())
-_MKDIR_UNPACK = 'mkdir -m 700 "$1" && tar -xf - -C "$1"'
+# bytes of directory paths in one NewDirs (its mkdir's command line: far below ARG_MAX)
+_NEW_DIRS_BYTES = 64 * 1024
 # unpack the tar on stdin (one member, "x") beside the target $1 in $2, then rename it
 # over $1 (a directory it replaces is removed first)
 _UNPACK = ('d=$(dirname "$1") && mkdir -p "$d" && mkdir -m 700 "$2" && tar -xf - -C "$2" && '
@@ -47,6 +47,12 @@ _UNPACK = ('d=$(dirname "$1") && mkdir -p "$d" && mkdir -m 700 "$2" && tar -xf -
            'rc=$?; rm -rf "$2"; exit $rc')
 # $1 as a tar stream of one member, its own name
 _PACK = 'cd "$(dirname "$1")" && tar -cf - "./$(basename "$1")"'
+#: run_many's commands whose results come back together (two processes there for all of
+#: them, where each alone costs two; a connection lost meanwhile leaves these unknown)
+RUN_MANY_GROUP = 16
+#: run_many's commands running at once there (independent submits: the scheduler's
+#: client spends much of its time waiting for the scheduler)
+RUN_MANY_PARALLEL = 4
 #: seconds a staging round trip may take (it carries whole files)
 _STAGING_TIMEOUT = 3600.0
 
@@ -232,16 +238,18 @@ class SshHost(Host):
 
     def run_many(self, argvs: Sequence[Sequence[str]], *, timeout: float
                  ) -> list[Union[CommandResult, CommandError]]:
-        """Run the commands there one after the other in ONE round trip (after the
-        queued changes): each one's result, or its CommandError. If the connection
-        breaks, the commands whose results did not come back get a CommandError
-        without an exit code (they may or may not have run)."""
+        """Run the commands there in ONE round trip (after the queued changes), up to
+        :data:`RUN_MANY_PARALLEL` at once (they must not depend on each other: a burst
+        of submits): each one's result, or its CommandError, in the order given. If the
+        connection breaks, the commands whose results did not come back get a
+        CommandError without an exit code (they may or may not have run)."""
         args = [[str(a) for a in argv] for argv in argvs]
         if not args:
             return []
         lost: Optional[SshError] = None
         try:
-            results = self._send([Run(a) for a in args], timeout)
+            results = self._send([Run(a) for a in args], timeout,
+                                 group=RUN_MANY_GROUP, parallel=RUN_MANY_PARALLEL)
         except SshConnectionLost as e:
             results, lost = list(e.completed), e
         except SshError as e:
@@ -298,9 +306,11 @@ class SshHost(Host):
 
     def _send(self, ops: Sequence[Op], timeout: float,
               meanwhile: Optional[Callable[[], None]] = None,
-              stdin: Optional[Writer] = None) -> list[Result]:
+              stdin: Optional[Writer] = None, group: int = 1,
+              parallel: int = 1) -> list[Result]:
         """The queued changes, then ``ops``, in one round trip: the results of ``ops``.
         A failed change raises RemoteFileError, and nothing after it was run.
+        ``group``, ``parallel``: for ``ops``, as :meth:`SshConnection.batch` takes them.
         ``stdin``: the last of ``ops`` reads what it writes (SshConnection.batch), and
         the round trip is a change (in order with the others)."""
         with self._lock:
@@ -310,7 +320,8 @@ class SshHost(Host):
             # side by side with other reads
             with self._order:
                 pass
-            return self.connection.batch(ops, timeout=timeout, meanwhile=meanwhile)
+            return self.connection.batch(ops, timeout=timeout, meanwhile=meanwhile,
+                                         group=group, parallel=parallel)
         # Changes go in the order they were made: a round trip carrying some holds
         # _order until it is back, so the next one's changes (say, a rename of the
         # directory the first one makes) cannot reach the host before them
@@ -321,7 +332,7 @@ class SshHost(Host):
             try:
                 results = self.connection.batch([*queued, *ops], timeout=timeout,
                                                 meanwhile=meanwhile, guard=len(queued),
-                                                stdin=stdin)
+                                                stdin=stdin, group=group, parallel=parallel)
             except SshError as e:
                 # the changes not known done go with the next round trip, first (the
                 # commands that need them may be sent by another thread meanwhile:
@@ -358,12 +369,24 @@ def connect(url: str, options: Sequence[str] = ()) -> SshHost:
 
 
 def coalesce(ops: Sequence[Op]) -> list[Op]:
-    """``ops`` with each new directory (a ``make_dir``) and the files then written into
-    it made by one ``mkdir`` and one ``tar``: a job directory costs two processes there,
-    not two or three a file. The meanings stay: the directory must not exist (so neither
-    do its files) and its parent must; a removal of a file not yet written there is
-    nothing to do."""
+    """``ops`` with each run of new directories (an exclusive ``make_dir`` each) and the
+    files then written into them made by one :class:`NewDirs`: a burst of job
+    directories costs three processes there in all (a subshell, ``mkdir``, ``chmod``),
+    not two or three a file. The meanings stay: each directory must not exist (so
+    neither do its files) and its parent must; a removal of a file not yet written
+    there is nothing to do. A file with a NUL byte (no shell word can hold one) keeps its
+    directory's calls as they are."""
     out: list[Op] = []
+    run: list[tuple[str, tuple[tuple[str, bytes, int], ...]]] = []
+    size = 0  # (bytes of the paths in ``run``: one ``mkdir`` command line for them all)
+
+    def close_run() -> None:
+        nonlocal size
+        if run:
+            out.append(NewDirs(tuple(run)))
+            run.clear()
+            size = 0
+
     i = 0
     while i < len(ops):
         op = ops[i]
@@ -382,13 +405,18 @@ def coalesce(ops: Sequence[Op]) -> list[Op]:
                 elif not (isinstance(nxt, Remove) and name not in files):
                     break
                 j += 1
-            if len(files) >= 2:
-                out.append(Run(["sh", "-c", _MKDIR_UNPACK, "sh", directory],
-                               input=_tar(files)))
+            if not any(b"\0" in f.data for f in files.values()):
+                if size > _NEW_DIRS_BYTES:
+                    close_run()
+                run.append((directory, tuple((name, f.data, f.mode or FILE_MODE)
+                                             for name, f in files.items())))
+                size += len(directory) + 1
                 i = j
                 continue
+        close_run()
         out.append(op)
         i += 1
+    close_run()
     return out
 
 
@@ -397,17 +425,6 @@ def _new_directory(op: Op) -> Optional[str]:
     if isinstance(op, Run) and len(op.argv) == 6 and op.argv[2] == _MKDIR and op.argv[5] == "0":
         return str(op.argv[4])
     return None
-
-
-def _tar(files: Mapping[str, WriteFile]) -> bytes:
-    buffer = io.BytesIO()
-    now = time.time()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, op in files.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(op.data), op.mode or FILE_MODE, now
-            tar.addfile(info, io.BytesIO(op.data))
-    return buffer.getvalue()
 
 
 def _write_tar(source: str, out: BinaryIO) -> None:

@@ -14,7 +14,7 @@ from typing import Optional, Sequence, Union
 from .errors import RemoteCommandError, RemoteCommandNotFound
 
 __all__ = ["Op", "Run", "WriteFile", "ReadFile", "StatRead", "StatReadMany", "ListDir", "MakeDirs",
-           "Remove", "Result", "Text"]
+           "NewDirs", "Remove", "Result", "Text"]
 
 #: a string that reaches the remote side as its bytes (``os.fsencode`` of a str)
 Text = Union[str, bytes]
@@ -88,6 +88,20 @@ class MakeDirs:
     mode: Optional[int] = None
 
 
+@dataclass(frozen=True, repr=False)
+class NewDirs:
+    """Make each directory (0700: it must not exist yet, its parent must) and write its
+    files in it, ``(name, data, mode)`` each, data without a NUL byte: one ``mkdir`` for
+    all, the files by the ``printf`` builtin, one ``chmod`` per mode other than 0600.
+    Fails at the first that cannot be made or written (those before it stay)."""
+
+    directories: tuple[tuple[Text, tuple[tuple[Text, bytes, int], ...]], ...]
+
+    def __repr__(self) -> str:  # (the paths, not the files' contents)
+        shown = ", ".join(repr(_show(d)) for d, _ in self.directories[:3])
+        return f"NewDirs({shown}{', ...' if len(self.directories) > 3 else ''})"
+
+
 @dataclass(frozen=True)
 class Remove:
     """``rm -f path`` (``rm -rf`` with ``recursive``); a missing path is no error."""
@@ -96,7 +110,7 @@ class Remove:
     recursive: bool = False
 
 
-Op = Union[Run, WriteFile, ReadFile, StatRead, StatReadMany, ListDir, MakeDirs, Remove]
+Op = Union[Run, WriteFile, ReadFile, StatRead, StatReadMany, ListDir, MakeDirs, NewDirs, Remove]
 
 
 @dataclass(frozen=True)
@@ -138,6 +152,8 @@ def _describe(op: Op) -> str:
         return f"command {[_show(a) for a in op.argv]!r}"
     if isinstance(op, StatReadMany):
         return f"StatReadMany({len(op.paths)} paths)"
+    if isinstance(op, NewDirs):
+        return repr(op)
     return f"{type(op).__name__}({_show(op.path)!r})"
 
 

@@ -9,10 +9,14 @@ the ``printf`` builtin from one such word, or, if they hold a NUL (which no shel
 can), from octal escapes. The only refusal is a NUL byte in an argument or path: the
 operating system cannot pass one either.
 
-Each operation writes its stdout and stderr to files in a private temporary directory;
-after it, the script prints a header ``<marker> <index> <exit code> <len out> <len err>``
-and the two files, so the client can split the stream exactly whatever the commands
-print (and whatever a login script printed before). The marker is random per script.
+Each operation writes its stdout and stderr to files of its own in a private temporary
+directory. The results come back in groups: a header ``<marker> <first index> <z|s>
+<exit codes...>``, then (``s``: some output) the sizes of the group's stdout and stderr
+files, one a line (one ``stat``), and the files (one ``cat``), so the client splits the
+stream exactly whatever the commands print (and whatever a login script printed
+before). The marker is random per script. A group of one operation that prints nothing
+costs no process; a group of many costs two in all, not three an operation. Operations
+in a group may also run side by side (``parallel``), each with its own files.
 
 A round trip that streams raw bytes (a stage-in's tar) to its last operation runs the
 constant command :data:`STREAM_COMMAND` instead: the script comes first on its stdin as
@@ -27,8 +31,8 @@ import re
 import secrets
 from typing import Iterator, Optional, Sequence
 
-from .ops import (ListDir, MakeDirs, Op, ReadFile, Remove, Result, Run, StatRead, StatReadMany,
-                  Text, WriteFile)
+from .ops import (ListDir, MakeDirs, NewDirs, Op, ReadFile, Remove, Result, Run, StatRead,
+                  StatReadMany, Text, WriteFile)
 
 __all__ = ["quote", "render", "parse", "one_line", "REMOTE_COMMAND", "STREAM_COMMAND", "Parsed"]
 
@@ -86,8 +90,8 @@ def emit(data: bytes) -> bytes:
     return b"{ printf '%s' " + b"'" + data.replace(b"'", b"'\\''") + b"'; }"
 
 
-def _body(op: Op) -> bytes:
-    """One operation as a compound command; its exit status is the operation's."""
+def _body(op: Op, i: int) -> bytes:
+    """Operation ``i`` as a compound command; its exit status is the operation's."""
     if isinstance(op, Run):
         if not op.argv:
             raise ValueError("Run: empty argument list")
@@ -95,12 +99,12 @@ def _body(op: Op) -> bytes:
         if as_bytes(op.argv[0], "command").startswith(b"-"):
             raise ValueError(f"Run: command name {op.argv[0]!r} starts with '-'")
         cd = b"cd " + quote(op.cwd, "directory") + b" && " if op.cwd is not None else b""
-        stdin = b' <"$d/i"' if op.input is not None else b""
-        fill = emit(op.input) + b' >"$d/i" && ' if op.input is not None else b""
+        stdin = b' <"$d/%d.i"' % i if op.input is not None else b""
+        fill = emit(op.input) + b' >"$d/%d.i" && ' % i if op.input is not None else b""
         # a missing command is told apart from one that exits 127 by asking first; the
         # subshell keeps a cd to this operation
         return (b"if command -v " + words[0] + b" >/dev/null 2>&1; then (" + fill + cd
-                + b" ".join(words) + stdin + b'); else : >"$d/nf"; (exit 127); fi')
+                + b" ".join(words) + stdin + b'); else : >"$d/%d.nf"; (exit 127); fi' % i)
     if isinstance(op, WriteFile):
         path = as_bytes(op.path, "path")
         target = quote(path, "path")
@@ -148,39 +152,105 @@ def _body(op: Op) -> bytes:
         path = quote(op.path, "path")
         chmod = b" && chmod %o " % op.mode + path if op.mode is not None else b""
         return b"mkdir -p " + path + chmod
+    if isinstance(op, NewDirs):
+        return _new_dirs(op)
     if isinstance(op, Remove):
         return (b"rm -rf " if op.recursive else b"rm -f ") + quote(op.path, "path")
     raise TypeError(f"not a remote operation: {op!r}")
 
 
-def render(ops: Sequence[Op], marker: Optional[bytes] = None,
-           guard: int = 0, stream: bool = False) -> tuple[bytes, bytes]:
+def _new_dirs(op: NewDirs) -> bytes:
+    """:class:`NewDirs` in a subshell (its umask and ``set -C`` stay there): ``set -C``
+    makes every ``>`` create its file or fail, umask 077 makes it 0600."""
+    dirs: list[bytes] = []
+    writes: list[bytes] = []
+    modes: dict[int, list[bytes]] = {}
+    for directory, files in op.directories:
+        d = as_bytes(directory, "path")
+        dirs.append(quote(d, "path"))
+        for name, data, mode in files:
+            path = quote(d + b"/" + as_bytes(name, "file name"), "path")
+            if b"\0" in data:
+                raise ValueError(f"NewDirs: the data of {path!r} holds a NUL byte")
+            writes.append(emit(data) + b" >" + path)
+            if mode != 0o600:
+                modes.setdefault(mode, []).append(path)
+    if not dirs:
+        raise ValueError("NewDirs: no directory")
+    steps = [b"umask 077", b"set -C", b"mkdir -m 700 -- " + b" ".join(dirs), *writes]
+    steps += [b"chmod %o -- " % mode + b" ".join(paths) for mode, paths in modes.items()]
+    return b"(" + b" &&\n".join(steps) + b")"
+
+
+def render(ops: Sequence[Op], marker: Optional[bytes] = None, guard: int = 0,
+           group: int = 1, parallel: int = 1, stream: bool = False) -> tuple[bytes, bytes]:
     """The script running ``ops`` in order, and its marker. Raises ValueError or
     TypeError (nothing sent) for an operation that cannot be expressed.
-    ``guard``: if one of the first ``guard`` operations fails, the script stops there.
+    ``guard``: if one of the first ``guard`` operations fails, the script stops there
+    (their results come back one by one). The results of the others come back in
+    groups of ``group`` (fewer processes, results later: a broken connection loses a
+    whole group), and up to ``parallel`` of a group run at once (commands that do not
+    depend on each other, such as independent submits).
     ``stream``: the last operation, a :class:`Run` without ``input``, reads the script's
     own stdin (what follows the script there: :data:`STREAM_COMMAND`); the others read
-    nothing."""
+    nothing. It runs alone, after the others."""
+    if group < 1 or parallel < 1:
+        raise ValueError(f"render: group ({group}) and parallel ({parallel}) must be >= 1")
     if stream and not (ops and isinstance(ops[-1], Run) and ops[-1].input is None):
         raise ValueError("only a Run without input can read the stream, and it must be last")
     marker = marker or b"HPCJOBS-" + secrets.token_hex(12).encode()
     lines = [
         b'd=$(mktemp -d "${TMPDIR:-/tmp}/hpcjobs.XXXXXXXX") || exit 97',
         b"trap 'rm -rf \"$d\"' EXIT",
-        # the header after each operation: exit code (or "nf"), then the sizes of its
-        # stdout and stderr, followed by both
-        b"_r() { rc=$?; if [ -e \"$d/nf\" ]; then rc=" + _MISSING + b"; rm -f \"$d/nf\"; fi; "
-        # (an operation that printed nothing costs no wc or cat: most of a batch)
-        b"if [ -s \"$d/o\" ] || [ -s \"$d/e\" ]; then "
-        b"printf '%s %s %s %s %s\\n' " + marker + b" \"$1\" \"$rc\" "
-        b"$(wc -c <\"$d/o\") $(wc -c <\"$d/e\"); cat \"$d/o\" \"$d/e\"; "
-        b"else printf '%s %s %s 0 0\\n' " + marker + b" \"$1\" \"$rc\"; fi; "
-        + b"if [ \"$rc\" != 0 ] && [ \"$1\" -lt %d ]; then " % guard
-        + b"printf '%s stop\\n' " + marker + b"; exit 0; fi; }",
+        # a group's results: _e <first index> <exit code of each>; "nf" for a command
+        # not found; the sizes and the output only if some operation printed something
+        b"_e() {",
+        b'  _f=$1; shift; _i=$_f; _h=; _s=z',
+        b'  for _c in "$@"; do',
+        b'    if [ -e "$d/$_i.nf" ]; then _c=' + _MISSING + b"; fi",
+        b'    _h="$_h $_c"',
+        b'    if [ -s "$d/$_i.o" ] || [ -s "$d/$_i.e" ]; then _s=s; fi',
+        b"    _i=$((_i + 1))",
+        b"  done",
+        b"  printf '%s %s %s%s\\n' " + marker + b' "$_f" "$_s" "$_h"',
+        b'  if [ "$_s" = s ]; then',
+        b"    _n=$_i; _i=$_f; set --",
+        b'    while [ "$_i" -lt "$_n" ]; do set -- "$@" "$d/$_i.o" "$d/$_i.e"; _i=$((_i + 1)); done',
+        b'    stat -c %s -- "$@"; cat -- "$@"',
+        b"  fi",
+        b"}",
     ]
-    for i, op in enumerate(ops):
+
+    def start(i: int, background: bool) -> bytes:
         stdin = b"" if stream and i == len(ops) - 1 else b" </dev/null"
-        lines.append(b"{ " + _body(op) + b"\n}" + stdin + b" >\"$d/o\" 2>\"$d/e\"; _r %d" % i)
+        redirect = b"}" + stdin + b' >"$d/%d.o" 2>"$d/%d.e"' % (i, i)
+        tail = b" & _p%d=$!" % i if background else b"; _c%d=$?" % i
+        return b"{ " + _body(ops[i], i) + b"\n" + redirect + tail
+
+    def emit_group(first: int, end: int) -> bytes:
+        return b"_e %d" % first + b"".join(b' "$_c%d"' % i for i in range(first, end))
+
+    for i in range(min(guard, len(ops))):
+        lines.append(start(i, False))
+        lines.append(emit_group(i, i + 1))
+        lines.append(b'[ "$_c%d" = 0 ] || { printf \'%%s stop\\n\' %s; exit 0; }' % (i, marker))
+    first_free = min(guard, len(ops))
+    # (the stream's reader in a group of its own, in the foreground: a command put in
+    # the background reads /dev/null)
+    alone = stream and len(ops) > first_free
+    stop = len(ops) - 1 if alone else len(ops)
+    groups = [(first, min(first + group, stop)) for first in range(first_free, stop, group)]
+    for first, end in groups + ([(stop, len(ops))] if alone else []):
+        if parallel == 1 or end - first == 1:
+            lines += [start(i, False) for i in range(first, end)]
+        else:
+            # a window of ``parallel``: the oldest is waited for before the next starts
+            for i in range(first, end):
+                if i - first >= parallel:
+                    lines.append(b'wait "$_p%d"; _c%d=$?' % (i - parallel, i - parallel))
+                lines.append(start(i, True))
+            lines += [b'wait "$_p%d"; _c%d=$?' % (i, i) for i in range(max(first, end - parallel), end)]
+        lines.append(emit_group(first, end))
     lines.append(b"printf '%s end\\n' " + marker)
     lines.append(b"exit 0")
     return b"\n".join(lines) + b"\n", marker
@@ -223,17 +293,29 @@ def parse(ops: Sequence[Op], marker: bytes, out: bytes) -> Parsed:
             return Parsed(results, len(results) == len(ops))
         if fields == [b"stop"]:
             return Parsed(results, True, stopped=True)
-        if len(fields) != 4 or int(fields[0]) != len(results):
+        codes = fields[2:]
+        if (len(fields) < 3 or fields[0] != b"%d" % len(results) or fields[1] not in (b"z", b"s")
+                or len(results) + len(codes) > len(ops)
+                or not all(c == _MISSING or c.isdigit() for c in codes)):
             break
-        n_out, n_err = int(fields[2]), int(fields[3])
         start = eol + 1
-        if len(out) < start + n_out + n_err:
+        sizes = [0] * (2 * len(codes))
+        if fields[1] == b"s":
+            for k in range(len(sizes)):
+                eol = out.find(b"\n", start)
+                if eol < 0 or not out[start:eol].isdigit():
+                    return Parsed(results, False)
+                sizes[k], start = int(out[start:eol]), eol + 1
+        if len(out) < start + sum(sizes):
             break
-        missing = fields[1] == _MISSING
-        results.append(Result(ops[len(results)], 127 if missing else int(fields[1]),
-                              out[start:start + n_out], out[start + n_out:start + n_out + n_err],
-                              missing))
-        pos = start + n_out + n_err
+        for k, code in enumerate(codes):
+            n_out, n_err = sizes[2 * k], sizes[2 * k + 1]
+            missing = code == _MISSING
+            results.append(Result(ops[len(results)], 127 if missing else int(code),
+                                  out[start:start + n_out], out[start + n_out:start + n_out + n_err],
+                                  missing))
+            start += n_out + n_err
+        pos = start
         if not out.startswith(head, pos):
             pos = out.find(head, pos)
     return Parsed(results, False)

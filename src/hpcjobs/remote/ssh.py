@@ -194,7 +194,7 @@ class SshConnection:
 
     # -- round trips --------------------------------------------------------------------
     def batch(self, ops: Sequence[Op], *, timeout: float = 120.0, retry: bool = False,
-              guard: int = 0,
+              guard: int = 0, group: int = 1, parallel: int = 1,
               meanwhile: Optional[Callable[[], None]] = None,
               stdin: Optional[Writer] = None) -> list[Result]:
         """Run ``ops`` in order in ONE round trip; one Result each (a failing operation
@@ -206,8 +206,11 @@ class SshConnection:
         login error (open()). With ``retry`` (operations safe to run twice, such as
         reads and status queries), a lost connection is retried once on a new master.
         ``guard``: if one of the first ``guard`` operations fails, the ones after it are
-        not run (the results end with the failed one). ``meanwhile`` is called here while ssh starts and
-        the script runs (its exceptions are logged, not raised).
+        not run (the results end with the failed one). ``group``, ``parallel``: the
+        results of the operations after those come back ``group`` at a time, and up to
+        ``parallel`` of them run at once (:func:`shscript.render`). ``meanwhile`` is
+        called here while ssh starts and the script runs (its exceptions are logged,
+        not raised).
 
         ``stdin``: the last operation (a Run without input) reads, as its stdin, the raw
         bytes ``stdin`` writes to the file it is given (from a thread of its own), sent
@@ -220,7 +223,7 @@ class SshConnection:
             if retry:
                 raise ValueError("a round trip that streams its stdin cannot be retried")
             return self._streamed(ops, stdin, timeout, guard, meanwhile)
-        script, marker = shscript.render(ops, guard=guard)
+        script, marker = shscript.render(ops, guard=guard, group=group, parallel=parallel)
         try:
             return self._round_trip(ops, script, marker, timeout, meanwhile)
         except SshConnectionLost:

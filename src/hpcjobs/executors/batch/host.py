@@ -110,9 +110,11 @@ class Host:
 
     def run_many(self, argvs: Sequence[Sequence[str]], *, timeout: float
                  ) -> list[Union[external.CommandResult, CommandError]]:
-        """Run each command there, one after the other, each with :meth:`run`'s
-        contract (``check``): its result, or the CommandError it failed with.
-        ``timeout`` is for each command here, for all of them over a connection."""
+        """Run each command there, each with :meth:`run`'s contract (``check``): its
+        result, or the CommandError it failed with, in the order given. The commands
+        must not depend on each other (a burst of submits): here they run one after the
+        other, a host over a connection may run some at once. ``timeout`` is for each
+        command here, for all of them over a connection."""
         outcomes: list[Union[external.CommandResult, CommandError]] = []
         for argv in argvs:
             try:
