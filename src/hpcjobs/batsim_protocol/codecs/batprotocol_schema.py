@@ -499,9 +499,6 @@ class Reader:
         self.check(at + 4, n, what)
         return self.buf[at + 4:at + 4 + n].decode("utf-8")
 
-    def subtable(self, t: tuple[int, int, int], slot: int, what: str) -> tuple[int, int, int]:
-        return self.table(self.target(t, slot, what), what)
-
     def vector(self, t: tuple[int, int, int], slot: int, width: int, what: str) -> tuple[int, int]:
         """(position of the first item, count) of the vector of ``width``-byte items."""
         at = self.target(t, slot, what)
