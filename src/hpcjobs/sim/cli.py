@@ -128,7 +128,7 @@ def run(argv: list[str]) -> int:
         check_args(args, unknown)
         started = time.monotonic()
         platform = parse_platform(args.platform)
-        workloads = [parse_workload(path, f"w{i}", len(platform.compute)) for i, path in enumerate(args.workload)]
+        workloads = [parse_workload(path, f"w{i}") for i, path in enumerate(args.workload)]
         options = options_of(args)
         channel = open_channel(args.protocol, args.socket_endpoint, args.timeout, args.redis_url)
         if args.protocol != "json":

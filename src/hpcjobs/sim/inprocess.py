@@ -40,7 +40,7 @@ def _simulate(argv: list[str]) -> Conversation:
     if args.protocol != "json":
         raise InputError("in this process hpcjobs.sim speaks the JSON protocol's events only")
     platform = parse_platform(args.platform)
-    workloads = [parse_workload(path, f"w{i}", len(platform.compute)) for i, path in enumerate(args.workload)]
+    workloads = [parse_workload(path, f"w{i}") for i, path in enumerate(args.workload)]
     engine = Engine(platform, workloads, options_of(args))
     talk = conversation(engine, json_codec.Codec.name)
     waited = 0.0  # wall time the decision process took (Batsim's scheduling_time)

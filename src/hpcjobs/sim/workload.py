@@ -269,7 +269,7 @@ def _absent_or(kind: str, data: dict[str, Any], key: str) -> str:
     return "is missing (Batsim requires it, even empty)" if key not in data else f"is not {kind}"
 
 
-def parse_workload(path: str, name: str, nb_compute: int) -> Workload:
+def parse_workload(path: str, name: str) -> Workload:
     """Read a Batsim workload JSON file; raises InputError naming the offending field."""
     where = f"workload {path}"
     try:
