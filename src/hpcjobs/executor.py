@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from pathlib import Path
 from typing import (TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, List, Mapping, Optional,
-                    Sequence, Set, Union)
+                    Sequence, Set, Tuple, Union)
 
 from . import plugins
 from .errors import (BulkSubmitException, ExecutorNotFoundError, InvalidJobException,
@@ -348,6 +348,20 @@ class JobExecutor(ABC):
         if state is not None:
             raise InvalidJobStateError(f"job {job.id} was already submitted (state {state})")
         return spec
+
+    def _claim_many(self, jobs: Iterable[Job]) -> List[Tuple[Job, JobSpec]]:
+        """Check and claim every job of a ``submit_many`` (as :meth:`_claim_for_submit`),
+        or none: if one cannot be claimed (invalid, submitted already) the claims made
+        are released and its exception raised, nothing submitted."""
+        claimed: List[Tuple[Job, JobSpec]] = []
+        for job in jobs:
+            try:
+                claimed.append((job, self._claim_for_submit(job)))
+            except BaseException:
+                for earlier, _spec in claimed:
+                    earlier.bind(None, None)
+                raise
+        return claimed
 
     def _check_spec(self, spec: JobSpec) -> None:
         """Every check of ``spec`` before a submit: InvalidJobException naming the field."""

@@ -17,8 +17,9 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -27,8 +28,10 @@ from pilot_support import CORES, WAIT, flux_problem, pbs_command
 from ssh_login import IN_CI, Login, find_login
 
 from hpcjobs import Job, JobExecutor, JobSpec, JobState
+from hpcjobs.errors import BulkSubmitException
 from hpcjobs.executors.pilot import PilotJobExecutor
-from hpcjobs.remote.ops import ReadFile
+from hpcjobs.remote import SshConnection
+from hpcjobs.remote.ops import Op, ReadFile, Result, Run
 
 pytestmark = pytest.mark.remote
 
@@ -195,6 +198,107 @@ def test_broker_killed(request: pytest.FixtureRequest, make_pilot: MakePilot, lo
     assert status is not None and status.state is JobState.FAILED, status
     assert status.message is not None and status.message.startswith(
         f"the pilot (slurm job {ex.pilot_native_id}) ended"), status.message
+
+
+class SubmitRoundTrips:
+    """Counts the round trips of the real connection that carry ``flux job submit``s
+    (the pilot's own polls go through it too, some four a second), and runs
+    ``at_start(n)`` as the n-th begins. Not a double: every round trip still goes."""
+
+    def __init__(self, connection: SshConnection,
+                 at_start: Callable[[int], None] = lambda n: None) -> None:
+        self.connection, self.at_start, self.count = connection, at_start, 0
+
+    def __enter__(self) -> "SubmitRoundTrips":
+        real = self.connection.batch
+
+        def batch(ops: Sequence[Op], **options: Any) -> list[Result]:
+            if any(isinstance(op, Run) and "submit" in op.argv for op in ops):
+                self.count += 1
+                self.at_start(self.count)
+            return real(ops, **options)
+
+        self.connection.batch = batch  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        del self.connection.batch  # (the class's method again)
+
+
+def running_pilot(make_pilot: MakePilot) -> tuple[PilotJobExecutor, SshConnection]:
+    """A Slurm pilot over ssh that has run a job (its Flux is reached), its connection."""
+    ex = make_pilot("slurm")
+    first = Job(JobSpec("/bin/true"))
+    ex.submit(first)
+    status = first.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.COMPLETED, status
+    assert ex.ssh_connection is not None
+    return ex, ex.ssh_connection
+
+
+def test_a_burst_to_a_running_pilot_is_a_few_round_trips(
+        request: pytest.FixtureRequest, make_pilot: MakePilot) -> None:
+    """submit_many once the pilot runs: 31 jobs go in 5 round trips of ``flux job
+    submit``s (1, 2, 4, 8, 16), not 31; the one Flux refuses fails alone (NEW again,
+    Flux's reason), the others end with their exit codes."""
+    require("slurm", request)
+    ex, connection = running_pilot(make_pilot)
+    jobs = [Job(JobSpec("/bin/sh", ["-c", f"exit {k % 4}"])) for k in range(30)]
+    refused = Job(JobSpec("/bin/true"))
+    refused.spec.attributes.queue_name = "no-such-queue"  # type: ignore[union-attr]
+    with SubmitRoundTrips(connection) as trips, pytest.raises(BulkSubmitException) as e:
+        ex.submit_many([*jobs[:3], refused, *jobs[3:]])
+    assert trips.count == 5
+    assert [job for job, _why in e.value.failures] == [refused]
+    assert "no-such-queue" in str(e.value.failures[0][1])
+    assert refused.status.state is JobState.NEW and refused.native_id is None
+    statuses = [job.wait(timeout=WAIT) for job in jobs]
+    assert [(s.state, s.exit_code) for s in statuses if s] == [
+        (JobState.COMPLETED, 0) if k % 4 == 0 else (JobState.FAILED, k % 4)
+        for k in range(30)]
+
+
+def test_the_connection_killed_during_a_burst_loses_no_job(
+        request: pytest.FixtureRequest, make_pilot: MakePilot, login: Login,
+        remote_flux: str) -> None:
+    """The ssh master killed while the 5th round trip of a 40-job burst is under way:
+    the jobs of the round trips before and after it (on a new login) run and end with
+    their exit codes; those whose fate the broken round trip did not tell fail in
+    BulkSubmitException, NEW again, saying they may have been submitted or not. Flux
+    has each job once at most: none submitted twice, none it runs unknown here but those."""
+    require("slurm", request)
+    ex, connection = running_pilot(make_pilot)
+    master = connection.master_pid
+    assert master is not None
+
+    def kill_in_the_fifth(n: int) -> None:
+        if n == 5:  # (16 jobs, some 1 s of 'flux job submit's there: killed in flight)
+            threading.Timer(0.3, os.kill, (master, signal.SIGKILL)).start()
+
+    jobs = [Job(JobSpec("/bin/sh", ["-c", f"exit {k % 3}"])) for k in range(40)]
+    unknown: list[Job] = []
+    with SubmitRoundTrips(connection, kill_in_the_fifth) as trips:
+        try:
+            ex.submit_many(jobs)
+        except BulkSubmitException as e:
+            unknown = [job for job, _why in e.failures]
+            assert all("may have been submitted or not" in str(why) for _job, why in e.failures)
+    assert trips.count == 6 and connection.logins >= 2
+    assert all(job.status.state is JobState.NEW and job.native_id is None for job in unknown)
+    went = [(k, job) for k, job in enumerate(jobs) if job not in unknown]
+    statuses = [job.wait(timeout=WAIT) for _k, job in went]
+    assert [(s.state, s.exit_code) for s in statuses if s] == [
+        (JobState.COMPLETED, 0) if k % 3 == 0 else (JobState.FAILED, k % 3) for k, _ in went]
+    listed = ('FLUX_URI=$(head -n 1 "$1"/pilot-*/uri) && export FLUX_URI && '
+              '"$2" jobs -a -n -o "{id.f58}"')
+    with login.connection() as conn:
+        in_flux = conn.run(["sh", "-c", listed, "sh", str(ex.work_directory), remote_flux],
+                           check=True).text.split()
+    assert len(in_flux) == len(set(in_flux))
+    ours = {job.native_id for _k, job in went}
+    assert ours <= set(in_flux)
+    # the first job, ours, and at most one each for those whose fate is unknown
+    assert len(ours) + 1 <= len(in_flux) <= len(ours) + 1 + len(unknown), (in_flux, unknown)
 
 
 _CLIENT = textwrap.dedent("""

@@ -183,13 +183,7 @@ class FluxJobExecutor(JobExecutor):
         jobs = self._checked_for_many(jobs)
         failures: list[tuple[Job, SubmitException]] = []
         claimed: list[tuple[Job, Any]] = []
-        for job in jobs:
-            try:
-                spec = self._claim_for_submit(job)
-            except BaseException:  # (a job submitted already: none of them goes)
-                for earlier, _ in claimed:
-                    earlier.bind(None, None)
-                raise
+        for job, spec in self._claim_many(jobs):  # (one submitted already: none goes)
             try:
                 claimed.append((job, build_jobspec(self._flux_job, spec, self._launcher(spec),
                                                    remote.site)))
@@ -203,7 +197,16 @@ class FluxJobExecutor(JobExecutor):
                 outcomes = remote.submit_many([(s.jobspec.dumps(), s.urgency) for _, s in chunk])
             except SubmitException as e:  # (no login: none of them went)
                 return [e] * len(chunk)
-            return [o if isinstance(o, Exception) else self._flux_job.JobID(o) for o in outcomes]
+            return [o if isinstance(o, Exception) else jobid(o) for o in outcomes]
+
+        def jobid(printed: str) -> Any:
+            try:
+                return self._flux_job.JobID(printed)
+            except ValueError as e:  # (one job's, not the burst's: the others go on)
+                return SubmitException(
+                    f"'flux job submit' at {remote.target} printed {printed[-200:]!r}, not a "
+                    "job id: the job may have been submitted or not ('flux jobs' there "
+                    "lists it)", e)
 
         # in round trips of 1, 2, 4, ... jobs (at most _BURST_CHUNK): each round trip's
         # jobs are followed once it is back, so the first start while the rest go in

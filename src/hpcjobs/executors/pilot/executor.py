@@ -20,7 +20,7 @@ import logging
 import threading
 import weakref
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -131,20 +131,35 @@ class PilotJobExecutor(JobExecutor):
         if hold:
             raise NotImplementedError("the pilot executor cannot hold jobs (yet: its Flux "
                                       "instance can, by urgency)")
-        with self._submission(job) as spec:
-            self._fits(spec)
-            with self._lock:
-                if self._end_reason is not None:
-                    raise SubmitException(f"the pilot has ended: {self._end_reason}")
-                flux = self._flux
-                if flux is None:
-                    job.bind(self, None)
-                    self._pending.append(job)
-                    self._set_job_status(job, JobStatus(JobState.QUEUED, metadata={
-                        "reason_pending": WAITING,
-                        "pilot": self._allocation.native_id}))
-                    return
-            self._send(flux, job)
+        with self._submission(job):
+            flux = self._flux_or_wait([job])
+            if flux is not None:
+                self._send(flux, job)
+
+    def submit_many(self, jobs: Iterable[Job]) -> None:
+        """Jobs submitted together: before the pilot runs they wait for it, as with
+        :meth:`submit`; once it runs they go to its Flux together (the Flux executor's
+        ``submit_many``: over ssh, round trips of 1, 2, 4, ... jobs, not one each).
+        Jobs Flux did not take (refused, or the connection broke: perhaps taken) are
+        NEW again, each with why, in :class:`BulkSubmitException`."""
+        claimed = [job for job, _spec in self._claim_many(jobs)]  # (checked: _validate)
+        try:
+            flux = self._flux_or_wait(claimed)
+        except BaseException:
+            for job in claimed:
+                job.bind(None, None)
+            raise
+        if flux is None:
+            return
+        failures: list[tuple[Job, SubmitException]] = []
+        for job, why in self._send_many(flux, claimed):
+            if job.status.state.final:  # (the pilot ended meanwhile: its reason is said)
+                continue
+            job.bind(None, None)
+            failures.append((job, why if isinstance(why, SubmitException) else SubmitException(
+                f"the pilot's Flux did not take the job: {why}", why)))
+        if failures:
+            raise BulkSubmitException(failures, len(claimed))
 
     def cancel(self, job: Job) -> None:
         if job.status.state.final:
@@ -181,7 +196,22 @@ class PilotJobExecutor(JobExecutor):
         self._flux.attach(twin, native_id)
 
     # -- machinery ----------------------------------------------------------------------
-    def _fits(self, spec: JobSpec) -> None:
+    def _flux_or_wait(self, jobs: Sequence[Job]) -> JobExecutor | None:
+        """The pilot's Flux executor, to send the claimed ``jobs`` to; None if the pilot
+        does not run yet: they wait for it, QUEUED. SubmitException if it has ended."""
+        with self._lock:
+            if self._end_reason is not None:
+                raise SubmitException(f"the pilot has ended: {self._end_reason}")
+            if self._flux is not None:
+                return self._flux
+            for job in jobs:
+                job.bind(self, None)
+                self._pending.append(job)
+                self._set_job_status(job, JobStatus(JobState.QUEUED, metadata={
+                    "reason_pending": WAITING, "pilot": self._allocation.native_id}))
+            return None
+
+    def _validate(self, spec: JobSpec) -> None:
         """Refuse, before anything is submitted, a job the pilot can never run."""
         config = self._pilot_config
         resources = spec.resources
@@ -211,8 +241,8 @@ class PilotJobExecutor(JobExecutor):
 
     def _send_many(self, flux: JobExecutor, jobs: Sequence[Job]
                    ) -> Sequence[tuple[Job, Exception]]:
-        """Submit ``jobs`` to the pilot's Flux as their twins, together (over ssh: one
-        round trip); each job that did not go, with why."""
+        """Submit ``jobs`` to the pilot's Flux as their twins, together (over ssh:
+        round trips of 1, 2, 4, ... jobs); each job that did not go, with why."""
         twins = [self._twin(job) for job in jobs]
         failed: dict[str, Exception] = {}
         try:
@@ -220,7 +250,8 @@ class PilotJobExecutor(JobExecutor):
         except BulkSubmitException as e:
             failed = {twin.id: why for twin, why in e.failures}
         except Exception as e:  # noqa: BLE001 - every job says why
-            failed = {twin.id: e for twin in twins}
+            # (a twin with a native id went in before it: it is followed, not lost)
+            failed = {twin.id: e for twin in twins if twin.native_id is None}
         failures = []
         for job, twin in zip(jobs, twins):
             if twin.id in failed:
