@@ -14,11 +14,19 @@ submitted at once, before the pilot runs;
 * over ssh, ``round_trips`` and ``logins`` of the executor's one connection, from its
   making to its close (a WAN figure: multiply the round trips by the link's latency).
 
-The line ends with the medians over the rounds, min-max spreads and the ratio
-``ssh_over_local`` of the rates. Needs the batch system, ``flux`` on PATH with its
-bindings, and the login node.
+Then, in the pilot over ssh once those ran, bursts of M ``/bin/true`` submitted to the
+running pilot, alternating ``loop`` (``submit`` per job: the baseline, what
+``submit_many`` did before it was batched) and ``submit_many``, ``--after`` of each:
+``jobs_per_s`` from the call to the last final callback, ``submit_s`` the call itself,
+``submit_round_trips`` the round trips carrying ``flux job submit`` (the pilot's own
+polls, some four a second, are the rest of ``round_trips``).
 
-    .venv/bin/python bench/pilot_ssh.py [--jobs 200] [--rounds 2] [--backend slurm|pbs]
+The line ends with the medians over the rounds, min-max spreads and the ratios
+``ssh_over_local`` and ``many_over_loop`` of the rates. Needs the batch system,
+``flux`` on PATH with its bindings, and the login node.
+
+    .venv/bin/python bench/pilot_ssh.py [--jobs 200] [--rounds 2] [--burst 100]
+                                        [--after 2] [--backend slurm|pbs]
 """
 
 from __future__ import annotations
@@ -34,16 +42,66 @@ import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hpcjobs import Job, JobExecutor, JobSpec, JobState, JobStatus
 from hpcjobs.executors.pilot import PilotJobExecutor
-from hpcjobs.remote import SshConnection, parse_ssh_url
+from hpcjobs.remote import Run, SshConnection, parse_ssh_url
 
 WAIT = 1800.0  # bound for one part (never a timing assertion: a stuck part fails)
 
 
-def one(backend: str, jobs: int, url: str | None, work: str) -> dict[str, Any]:
+def count_submit_trips(connection: SshConnection) -> list[int]:
+    """From now on, ``[n]``: the connection's round trips that carried a ``flux job
+    submit`` (each still goes: the method is wrapped, not replaced)."""
+    counted = [0]
+    real = connection.batch
+
+    def batch(ops: Sequence[Any], **options: Any) -> Any:
+        counted[0] += any(isinstance(op, Run) and "submit" in op.argv for op in ops)
+        return real(ops, **options)
+
+    connection.batch = batch  # type: ignore[method-assign]
+    return counted
+
+
+def burst(ex: PilotJobExecutor, jobs: int, submit: Callable[[list[Job]], None],
+          counted: list[int]) -> dict[str, Any]:
+    """``jobs`` /bin/true submitted to the running pilot ``ex`` by ``submit``."""
+    connection = ex.ssh_connection
+    assert connection is not None
+    batch = [Job(JobSpec("/bin/true")) for _ in range(jobs)]
+    trips, submits, started = connection.round_trips, counted[0], time.monotonic()
+    submit(batch)
+    submitted = time.monotonic()
+    for job in batch:
+        status = job.wait(timeout=WAIT)
+        assert status is not None and status.state is JobState.COMPLETED, status
+    return {"jobs_per_s": round(jobs / (time.monotonic() - started), 2),
+            "submit_s": round(submitted - started, 3),
+            "submit_round_trips": counted[0] - submits,
+            "round_trips": connection.round_trips - trips}
+
+
+def after_running(ex: PilotJobExecutor, jobs: int, rounds: int) -> dict[str, list[Any]]:
+    """Bursts to the running pilot, ``loop`` and ``submit_many`` alternating."""
+    assert ex.ssh_connection is not None
+    counted = count_submit_trips(ex.ssh_connection)
+
+    def loop(batch: list[Job]) -> None:
+        for job in batch:
+            ex.submit(job)
+
+    out: dict[str, list[Any]] = {"loop": [], "submit_many": []}
+    for _ in range(rounds):
+        out["loop"].append(burst(ex, jobs, loop, counted))
+        out["submit_many"].append(burst(ex, jobs, ex.submit_many, counted))
+    return out
+
+
+def one(backend: str, jobs: int, url: str | None, work: str,
+        after: tuple[int, int] = (0, 0)) -> dict[str, Any]:
     config: dict[str, Any] = {
         "backend": backend, "cores_per_node": 4, "walltime": timedelta(minutes=30),
         "memory_per_node": 2 << 30, "work_directory": f"{work}/pilot",
@@ -75,11 +133,13 @@ def one(backend: str, jobs: int, url: str | None, work: str) -> dict[str, Any]:
     uri = next(Path(ex.work_directory).glob("pilot-*/uri"))  # (the login node is here)
     running = uri.stat().st_mtime
     connection = ex.ssh_connection
-    ex.close()
-    out = {"jobs_per_s": round(jobs / (ended - started), 2),
-           "running_to_first_active_s": round(first_active[0] - running, 3)}
+    out: dict[str, Any] = {"jobs_per_s": round(jobs / (ended - started), 2),
+                           "running_to_first_active_s": round(first_active[0] - running, 3)}
     if connection is not None:
         out.update(round_trips=connection.round_trips, logins=connection.logins)
+        if after[1]:
+            out["after_running"] = after_running(ex, *after)
+    ex.close()
     return out
 
 
@@ -91,6 +151,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--burst", type=int, default=100,
+                        help="jobs of each burst to the running pilot over ssh")
+    parser.add_argument("--after", type=int, default=2,
+                        help="bursts of each kind per pilot over ssh (0: none)")
     parser.add_argument("--backend", choices=("slurm", "pbs"), default="slurm")
     args = parser.parse_args()
     url = f"ssh://{os.environ['HPCJOBS_TEST_SSH_HOST']}"
@@ -100,7 +164,8 @@ def main() -> None:
     try:
         for i in range(args.rounds):
             here = one(args.backend, args.jobs, None, f"{local_dir}/{i}")
-            over = one(args.backend, args.jobs, url, f"{remote_dir}/{i}")
+            over = one(args.backend, args.jobs, url, f"{remote_dir}/{i}",
+                       (args.burst, args.after))
             rounds.append({"local": here, "ssh": over})
             print(json.dumps({"round": i, **rounds[-1]}), file=sys.stderr, flush=True)
     finally:
@@ -111,13 +176,26 @@ def main() -> None:
     firsts = {side: [r[side]["running_to_first_active_s"] for r in rounds]
               for side in ("local", "ssh")}
     ratios = [r["ssh"]["jobs_per_s"] / r["local"]["jobs_per_s"] for r in rounds]
+    bursts = {kind: [b for r in rounds for b in r["ssh"].get("after_running", {}).get(kind, [])]
+              for kind in ("loop", "submit_many")}
+    after: dict[str, Any] = {}
+    if bursts["loop"]:
+        after = {kind: {figure: spread([b[figure] for b in done])
+                        for figure in ("jobs_per_s", "submit_s", "submit_round_trips",
+                                       "round_trips")}
+                 for kind, done in bursts.items()}
+        # each submit_many burst against the loop burst just before it
+        after["many_over_loop"] = spread([round(m["jobs_per_s"] / lp["jobs_per_s"], 3)
+                                          for lp, m in zip(*bursts.values())])
+        after["burst"] = args.burst
     print(json.dumps({
         "bench": "pilot_ssh", "backend": args.backend, "jobs": args.jobs, "rounds": rounds,
         "jobs_per_s": {side: spread(v) for side, v in rates.items()},
         "running_to_first_active_s": {side: spread(v) for side, v in firsts.items()},
         "ssh_over_local": spread([round(r, 3) for r in ratios]),
         "round_trips": spread([r["ssh"]["round_trips"] for r in rounds]),
-        "logins": spread([r["ssh"]["logins"] for r in rounds])}))
+        "logins": spread([r["ssh"]["logins"] for r in rounds]),
+        "after_running": after}))
 
 
 if __name__ == "__main__":
