@@ -68,7 +68,7 @@ def test_jobs_wait_for_the_pilot_then_run(make_pilot: MakePilot) -> None:
 
 def test_a_job_that_does_not_fit_is_refused(make_pilot: MakePilot) -> None:
     """More nodes than the pilot has, or a duration beyond its walltime: refused at
-    submit, nothing sent."""
+    submit, nothing sent; in a submit_many, before any of its jobs is taken."""
     ex = make_pilot()
     too_wide = Job(JobSpec("/bin/true", resources=ResourceSpecV1(node_count=2)))
     with pytest.raises(InvalidJobException, match="node_count.*pilot has 1"):
@@ -77,6 +77,10 @@ def test_a_job_that_does_not_fit_is_refused(make_pilot: MakePilot) -> None:
     with pytest.raises(InvalidJobException, match="longer than the pilot's walltime"):
         ex.submit(too_long)
     assert too_wide.status.state is JobState.NEW and too_long.status.state is JobState.NEW
+    fits = Job(JobSpec("/bin/true"))
+    with pytest.raises(InvalidJobException, match="node_count.*pilot has 1"):
+        ex.submit_many([fits, too_wide])
+    assert fits.status.state is JobState.NEW and fits.executor is None
 
 
 def test_cancelled_from_outside(make_pilot: MakePilot) -> None:
