@@ -156,8 +156,11 @@ class PilotJobExecutor(JobExecutor):
             if job.status.state.final:  # (the pilot ended meanwhile: its reason is said)
                 continue
             job.bind(None, None)
-            failures.append((job, why if isinstance(why, SubmitException) else SubmitException(
-                f"the pilot's Flux did not take the job: {why}", why)))
+            if not isinstance(why, SubmitException):  # (its Flux executor closed: why)
+                ended = self._end_reason
+                why = SubmitException(f"the pilot's Flux did not take the job: {why}" + (
+                    f"; the pilot has ended: {ended}" if ended else ""), why)
+            failures.append((job, why))
         if failures:
             raise BulkSubmitException(failures, len(claimed))
 
