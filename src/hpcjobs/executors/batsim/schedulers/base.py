@@ -479,7 +479,17 @@ class QueueScheduler(Scheduler):
         if free >= nodes:
             return now, free - nodes
         running = self._running
-        for end, job_id in self._ends:  # in end order: usually only the first few are read
+        ends = self._ends
+        # freed jobs' entries gather at the front (the earliest expected ends): dropped
+        # here, each once, rather than skipped again by every later estimate (one per
+        # start or end while jobs queue)
+        lead = 0
+        while lead < len(ends) and ends[lead][1] not in running:
+            lead += 1
+        if lead:
+            del ends[:lead]
+            self._stale -= lead
+        for end, job_id in ends:  # in end order: usually only the first few are read
             job = running.get(job_id)
             if job is None:
                 continue  # freed (its entry is left for later)
