@@ -140,6 +140,11 @@ class JobManager:
         self._by_number: dict[int, Record] = {}
         self._report = report
         self._profiles: dict[Hashable, str] = {}  # profile key -> registered profile name
+        # id(profile) -> (profile, its name): jobs of one command share one profile
+        # object (profiles.profile_for caches them; nobody changes one), so most
+        # registrations find their name without building the profile's key; the
+        # object is kept, so its id cannot be reused meanwhile
+        self._profile_objects: dict[int, tuple[dict[str, Any], str]] = {}
         self._new: list[Record] = []  # submitted, to be registered in the next reply
         self._cancels: list[Record] = []
         self._limit: Optional[int] = None
@@ -282,12 +287,19 @@ class JobManager:
             if not record.cancel_requested:
                 self._waiting.append(record)
             return
-        key = protocol_key(request.profile)
-        name = self._profiles.get(key)
-        if name is None:
-            # --enable-profile-reuse: a profile registered once serves every later job
-            name = self._profiles[key] = f"p{len(self._profiles) + 1}"
-            out.append(protocol.register_profile(t, self.workload, name, request.profile))
+        profile = request.profile
+        known = self._profile_objects.get(id(profile))
+        if known is not None:
+            name = known[1]
+        else:
+            key = protocol_key(profile)
+            found = self._profiles.get(key)
+            if found is None:
+                # --enable-profile-reuse: a profile registered once serves every later job
+                found = self._profiles[key] = f"p{len(self._profiles) + 1}"
+                out.append(protocol.register_profile(t, self.workload, found, profile))
+            name = found
+            self._profile_objects[id(profile)] = (profile, name)
         walltime = request.walltime if math.isfinite(request.walltime) else -1
         out.append(protocol.register_job(t, record.native_id, request.nodes, name, walltime))
 
@@ -475,10 +487,12 @@ class JobManager:
         status = make(self, record, *args)
         if status is not None:
             record.status = status
-            refs: tuple[Callable[[], Optional[Job]], ...] = (record.job, *record.attached)
-            for ref in refs:
+            job = record.job()
+            if job is not None:  # (nobody holds it any more: nobody needs its status)
+                self._report(job, status, ran)
+            for ref in record.attached:  # (most jobs have none: no tuple built per status)
                 job = ref()
-                if job is not None:  # (nobody holds it any more: nobody needs its status)
+                if job is not None:
                     self._report(job, status, ran)
 
     def _where(self, record: Record, native_state: str) -> dict[str, Any]:

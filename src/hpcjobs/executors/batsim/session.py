@@ -76,6 +76,7 @@ class Session:
         self._call_at: Optional[float] = None  # pending CALL_ME_LATER
         self._outbox: list[Event] = []  # client requests already taken for the held reply
         self._finished_sent = False
+        self._submitters = 0  # submits waiting for a message to hold (guarded by _pace)
         self.error: Optional[str] = None  # why the simulation is gone, once it is
         log.info("simulation %s: %s", run_dir, simulator.description)
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
@@ -120,10 +121,14 @@ class Session:
             while True:
                 if self._held is None:
                     with self._pace:
-                        while self._held is None:
-                            if self.error is not None:
-                                raise SubmitException(f"the simulation is gone: {self.error}")
-                            self._pace.wait(0.5)
+                        self._submitters += 1
+                        try:
+                            while self._held is None:
+                                if self.error is not None:
+                                    raise SubmitException(f"the simulation is gone: {self.error}")
+                                self._pace.wait(0.5)
+                        finally:
+                            self._submitters -= 1
                 with self._lock:
                     # the loop clears _held only under _lock: if it is set now, it stays
                     held = self._held
@@ -235,13 +240,15 @@ class Session:
                     # from now on a submit can join this message's reply: in real time
                     # it need not wait for the events below to fall due
                     self._held = msg.now
-                    self._pace.notify_all()
+                    if self._submitters:  # (a notify per message costs when nobody waits)
+                        self._pace.notify_all()
                 due = msg.now
                 self._wait(lambda: self._pacer.due(due, self._client))  # called right here
-                ending = any(e["type"] == "SIMULATION_ENDS" for e in msg.events)
+                kinds = {e["type"] for e in msg.events}  # (one pass, not one per question)
+                ending = "SIMULATION_ENDS" in kinds
                 with self._lock:
                     self._now = msg.now
-                    if any(e["type"] == "REQUESTED_CALL" for e in msg.events):
+                    if "REQUESTED_CALL" in kinds:
                         self._call_at = None
                     decisions = self.jm.handle(msg.events, msg.now)
                 if ending:
