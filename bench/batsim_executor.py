@@ -9,14 +9,18 @@ simulator — ``hpcjobs.sim``, and the real ``batsim`` when one is on PATH (the 
 executor and the same minimal decision process on it): jobs per wall-clock second of
 both and their ratio (target: ratio >= 0.7). The two are run alternately for a few
 rounds and the best round of each counts, so that load from other processes on the
-machine disturbs the comparison as little as possible.
+machine disturbs the comparison as little as possible; the spread of the rounds' own
+ratios is printed too, and the CPU seconds each side used (this process and the
+simulator's), whose ratio other processes' load disturbs less than wall-clock time's.
 Usage: python bench/batsim_executor.py [N] [HOSTS] [ROUNDS]
 """
 
 from __future__ import annotations
 
 import json
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -105,21 +109,39 @@ def executor(n: int, hosts: int, work: Path, simulator: str) -> float:
     return n / (time.perf_counter() - t0)
 
 
+def _cpu() -> float:
+    """CPU seconds used so far by this process and its reaped children (the simulator)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     hosts = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
     for simulator, program in SIMULATORS.items():
-        baseline = ours = 0.0
+        baselines: list[float] = []
+        ours: list[float] = []
+        cpu_min: list[float] = []
+        cpu_ours: list[float] = []
         with tempfile.TemporaryDirectory(prefix="bench-batsim-") as tmp:
             for i in range(rounds):
                 base = Path(tmp) / f"minimal{i}"
                 base.mkdir()
-                baseline = max(baseline, minimal(n, hosts, base, program))
-                ours = max(ours, executor(n, hosts, Path(tmp) / f"executor{i}", simulator))
+                cpu = _cpu()
+                baselines.append(minimal(n, hosts, base, program))
+                cpu_min.append(_cpu() - cpu)
+                cpu = _cpu()
+                ours.append(executor(n, hosts, Path(tmp) / f"executor{i}", simulator))
+                cpu_ours.append(_cpu() - cpu)
+        ratios = [o / b for o, b in zip(ours, baselines)]
         print(json.dumps({"benchmark": "batsim_executor", "simulator": simulator, "jobs": n, "hosts": hosts,
-                          "rounds": rounds, "minimal_decision_process_jobs_per_s": round(baseline, 1),
-                          "executor_jobs_per_s": round(ours, 1), "ratio": round(ours / baseline, 3),
+                          "rounds": rounds, "minimal_decision_process_jobs_per_s": round(max(baselines), 1),
+                          "executor_jobs_per_s": round(max(ours), 1), "ratio": round(max(ours) / max(baselines), 3),
+                          "ratio_spread": [round(min(ratios), 3), round(max(ratios), 3)],
+                          "cpu_s_median": {"minimal": round(statistics.median(cpu_min), 2),
+                                           "executor": round(statistics.median(cpu_ours), 2)},
+                          "cpu_ratio": round(statistics.median(cpu_min) / statistics.median(cpu_ours), 3),
                           "target_ratio": 0.7}), flush=True)
 
 
