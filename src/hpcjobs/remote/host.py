@@ -6,8 +6,9 @@ It answers the same calls as the local host of the batch executors (``run``,
 ``remove``) with the same meanings. The calls that change files return nothing and
 are queued: they travel with the next ``run``, ``read_files`` or ``list_dir``, in the
 same round trip and before it, and the first that fails stops the rest. So a submit
-(its directory, its script, then ``sbatch``) is one round trip, and a status tick (all
-the job files it looks at) is one more. :meth:`flush` sends what is queued on its own.
+(its directory, its script, then ``sbatch``) is one round trip, and so is a status
+tick (the change notes and the files of the jobs they name: ``read_notes``).
+:meth:`flush` sends what is queued on its own.
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ import uuid
 from typing import BinaryIO, Callable, Mapping, Optional, Sequence, Union
 
 from ..errors import CommandError
-from ..executors.batch.host import FileData, Host
+from ..executors.batch.host import FileData, Follow, Host, NotesRead, followable
 from ..external import CommandResult
 from ..launchers.base import SCRIPTS
 from ..stage_files import StagingError
 from ..staging import StagingMode
 from ..private import DIR_MODE, FILE_MODE
 from .errors import SshConnectionLost, SshError
-from .ops import (ListDir, MakeDirs, NewDirs, Op, Remove, Result, Run, StatRead, StatReadMany,
+from .ops import (ListDir, MakeDirs, NewDirs, Op, ReadNotes, Remove, Result, Run, StatRead, StatReadMany,
                   WriteFile)
 from .ssh import SshConnection, Writer
 from .login import PROBE, RemoteLogin, read_login
@@ -282,6 +283,22 @@ class SshHost(Host):
         # a file changed between its stat and its read: read each on its own
         ops = [StatRead(p, offs[i], limit) for i, p in enumerate(paths)]
         return [_file_data(r) for r in self._send_files(ops)]
+
+    def read_notes(self, directory: str, offsets: Mapping[str, int],
+                   list_if: Callable[[FileData], bool], follow: Follow) -> Optional[NotesRead]:
+        """The notes and the job files they name (:meth:`Host.read_notes`) in ONE round
+        trip (and the queued changes): the directory is listed every time, as that
+        costs nothing there (a shell glob)."""
+        from .notes import Unreadable, split_notes
+        op = ReadNotes(directory, tuple(offsets.items()), follow.jobs, follow.files,
+                       tuple(n for n in follow.names if followable(os.fsencode(n))),
+                       follow.paths, follow.most)
+        r = self._send_files([op])[0]
+        try:
+            return split_notes(r.stdout, op, follow)
+        except Unreadable as e:  # a file changed while it was read: as the local host reads
+            log.debug("%s: notes read again file by file: %s", self.where, e)
+            return super().read_notes(directory, offsets, list_if, follow)
 
     def list_dir(self, path: str) -> Optional[list[str]]:
         """The names in the directory ``path``; None if it does not exist."""

@@ -13,8 +13,8 @@ from typing import Optional, Sequence, Union
 
 from .errors import RemoteCommandError, RemoteCommandNotFound
 
-__all__ = ["Op", "Run", "WriteFile", "ReadFile", "StatRead", "StatReadMany", "ListDir", "MakeDirs",
-           "NewDirs", "Remove", "Result", "Text"]
+__all__ = ["Op", "Run", "WriteFile", "ReadFile", "StatRead", "StatReadMany", "ReadNotes", "ListDir",
+           "MakeDirs", "NewDirs", "Remove", "Result", "Text"]
 
 #: a string that reaches the remote side as its bytes (``os.fsencode`` of a str)
 Text = Union[str, bytes]
@@ -74,6 +74,25 @@ class StatReadMany:
 
 
 @dataclass(frozen=True)
+class ReadNotes:
+    """A batch executor's change notes (executors/batch/changes.py) and the files of the
+    jobs they name, in one operation, for a status tick: every regular file of
+    ``directory`` (each named in ``offsets`` from its offset, the others from their
+    start), then, read after them, ``paths`` and the ``files`` of ``<jobs>/<name>`` for
+    each of ``names`` and of the first ``most`` names on the whole lines read. Processes:
+    a ``tail`` a notes file, two ``stat`` and two ``cat``. stdout: see
+    :func:`hpcjobs.remote.notes.split_notes`."""
+
+    directory: Text
+    offsets: tuple[tuple[Text, int], ...]
+    jobs: Text
+    files: tuple[Text, ...]
+    names: tuple[Text, ...] = ()
+    paths: tuple[Text, ...] = ()
+    most: int = 1000
+
+
+@dataclass(frozen=True)
 class ListDir:
     """The names in a directory (hidden ones too), each followed by a NUL byte."""
 
@@ -110,7 +129,8 @@ class Remove:
     recursive: bool = False
 
 
-Op = Union[Run, WriteFile, ReadFile, StatRead, StatReadMany, ListDir, MakeDirs, NewDirs, Remove]
+Op = Union[Run, WriteFile, ReadFile, StatRead, StatReadMany, ReadNotes, ListDir, MakeDirs, NewDirs,
+           Remove]
 
 
 @dataclass(frozen=True)
@@ -154,6 +174,8 @@ def _describe(op: Op) -> str:
         return f"StatReadMany({len(op.paths)} paths)"
     if isinstance(op, NewDirs):
         return repr(op)
+    if isinstance(op, ReadNotes):
+        return f"ReadNotes({_show(op.directory)!r})"
     return f"{type(op).__name__}({_show(op.path)!r})"
 
 

@@ -31,7 +31,7 @@ import re
 import secrets
 from typing import Iterator, Optional, Sequence
 
-from .ops import (ListDir, MakeDirs, NewDirs, Op, ReadFile, Remove, Result, Run, StatRead,
+from .ops import (ListDir, MakeDirs, NewDirs, Op, ReadFile, ReadNotes, Remove, Result, Run, StatRead,
                   StatReadMany, Text, WriteFile)
 
 __all__ = ["quote", "render", "parse", "one_line", "REMOTE_COMMAND", "STREAM_COMMAND", "Parsed"]
@@ -49,6 +49,8 @@ _MISSING = b"nf"  # in place of the exit code: the command is not on the remote 
 _PRINTF_CHUNK = 2048  # bytes per printf of octal escapes (a line of ~8 KiB)
 _BASE64_ABOVE = 64 * 1024  # binary data larger than this goes as base64
 _HEREDOC_END = b"_HJ_END_OF_DATA_"  # (no line of base64 can be this: '_' is not in it)
+#: a file's status line: "<mtime> <device> <inode> <size> <kind>"
+_STAT = b"stat -L -c '%.9Y %d %i %s %F'"
 
 
 def as_bytes(value: Text, what: str) -> bytes:
@@ -122,7 +124,7 @@ def _body(op: Op, i: int) -> bytes:
         if op.offset < 0 or op.limit < 0:
             raise ValueError(f"StatRead: negative offset or limit: {op!r}")
         skip = str(op.offset + 1).encode()
-        return (b"s=$(stat -L -c '%.9Y %d %i %s %F' " + path + b") && printf '%s\\n' \"$s\" && "
+        return (b"s=$(" + _STAT + b" " + path + b") && printf '%s\\n' \"$s\" && "
                 + b"case $s in *directory) ;; *) tail -c +" + skip + b" " + path
                 + b" | head -c " + str(op.limit).encode() + b";; esac")
     if isinstance(op, StatReadMany):
@@ -135,7 +137,7 @@ def _body(op: Op, i: int) -> bytes:
                   b"elif [ -e " + w + b" ]; then set -- \"$@\" " + w + b"; printf 1; "
                   b"else printf 0; fi" for w in words]
         lines.append(b"printf '\\n'")
-        lines.append(b"if [ $# -gt 0 ]; then stat -L -c '%.9Y %d %i %s %F' -- \"$@\"; fi")
+        lines.append(b"if [ $# -gt 0 ]; then " + _STAT + b" -- \"$@\"; fi")
         whole = [w for w, o in zip(words, op.offsets) if o == 0]
         if whole:
             lines.append(b"cat -- " + b" ".join(whole) + b" 2>/dev/null")
@@ -143,6 +145,8 @@ def _body(op: Op, i: int) -> bytes:
                   + b"; fi" for w, o in zip(words, op.offsets) if o > 0]
         lines.append(b":")
         return b"\n".join(lines)
+    if isinstance(op, ReadNotes):
+        return _read_notes(op, i)
     if isinstance(op, ListDir):
         # the glob patterns match every name but . and ..; a pattern matching nothing
         # stays as itself and is skipped by the existence test
@@ -180,6 +184,55 @@ def _new_dirs(op: NewDirs) -> bytes:
     steps = [b"umask 077", b"set -C", b"mkdir -m 700 -- " + b" ".join(dirs), *writes]
     steps += [b"chmod %o -- " % mode + b" ".join(paths) for mode, paths in modes.items()]
     return b"(" + b" &&\n".join(steps) + b")"
+
+
+def _read_notes(op: ReadNotes, i: int) -> bytes:
+    """:class:`ReadNotes` as operation ``i`` (its output: :func:`hpcjobs.remote.notes.split_notes`).
+    The new bytes of the ``k``-th notes file are kept in ``$d/<i>.t<k>``: what is sent is
+    what the names are read from, and stat of that copy gives its length."""
+    if op.most < 0 or any(o < 0 for _, o in op.offsets):
+        raise ValueError(f"ReadNotes: negative offset or count: {op!r}")
+    directory = quote(op.directory, "path")
+    jobs = quote(op.jobs, "path")
+    files = [quote(f, "file name") for f in op.files]
+    given = [quote(p, "path") for p in op.paths]
+    given += [jobs + b"/" + quote(n, "name") + b"/" + f for n in op.names for f in files]
+    offsets = [quote(n, "name") + b") o=%d ;;" % o for n, o in op.offsets]
+    copy = b'"$d/%d.t' % i  # (a notes file's copy: its number and a quote follow)
+    return b"\n".join([
+        b"if [ -d " + directory + b" ]; then",
+        b"printf '1\\n'; k=0; set --",
+        # every name but . and ..; a pattern matching nothing is no regular file
+        b"for f in " + directory + b"/* " + directory + b"/.[!.]* " + directory + b"/..?*; do",
+        b"if [ -f \"$f\" ]; then",
+        b"case ${f##*/} in", *offsets, b"*) o=0 ;;", b"esac",
+        b"k=$((k+1)); tail -c +$((o+1)) \"$f\" >" + copy + b"$k\" 2>/dev/null",
+        b"printf '%s\\000' \"${f##*/}\"; set -- \"$@\" \"$f\" " + copy + b"$k\"",
+        b"fi; done",
+        # the names, a '/' (which no name holds), the directory's and each file's status
+        # with its copy's, then the copies
+        b"printf '/\\n'; " + _STAT + b" -- " + directory + b" \"$@\"",
+        b"c=$k; while [ $c -gt 0 ]; do set -- \"$@\" \"$2\"; shift 2; c=$((c-1)); done",
+        b"if [ $# -gt 0 ]; then cat -- \"$@\"; fi",
+        # the job files to read: given, then those of the names on whole lines (read
+        # gives a line without its newline no turn); the count of such names
+        b"set -- " + b" ".join(given) + b"; m=0; i=1",
+        b"while [ $i -le $k ]; do",
+        b"while IFS= read -r n; do",
+        b"case $n in '' | . | .. | */*) continue ;; esac",
+        b"if [ $m -ge %d ]; then break 2; fi" % op.most,
+        b"m=$((m+1)); set -- \"$@\" " + b" ".join(jobs + b'/"$n"/' + f for f in files),
+        b"done <" + copy + b"$i\"; i=$((i+1))",
+        b"done",
+        b"printf '%s\\n' \"$m\"",
+        # then as StatReadMany: a digit a path, the status lines, the bytes
+        b"c=$#; while [ $c -gt 0 ]; do p=$1; shift; c=$((c-1))",
+        b"if [ -d \"$p\" ]; then set -- \"$@\" \"$p\"; printf 2; "
+        b"elif [ -e \"$p\" ]; then set -- \"$@\" \"$p\"; printf 1; else printf 0; fi",
+        b"done; printf '\\n'",
+        b"if [ $# -gt 0 ]; then " + _STAT + b" -- \"$@\"; cat -- \"$@\" 2>/dev/null; fi",
+        b"else printf '0\\n'; fi; :",
+    ])
 
 
 def render(ops: Sequence[Op], marker: Optional[bytes] = None, guard: int = 0,

@@ -7,7 +7,10 @@ each executor has its own notes directory, ``<work directory>/changes/<pid>-<ran
 directory, then appends a line, the name of its job directory, to the notes file of the
 host it runs on, ``<notes directory>/<host name>``. The monitor reads the lines the files
 gained since its last look and looks at those jobs' files only: a tick costs what
-changed, not what is in flight.
+changed, not what is in flight. The host reads those jobs' files in the same request
+as the notes, after them (:meth:`Host.read_notes`): over ssh a tick is one round trip,
+changes or none. The line carries the name only, no status: the files say when (their
+mtimes) as well as what, and whoever attaches later reads the same files.
 
 Why lines appended to a file, and a file per host:
 
@@ -23,7 +26,7 @@ Why lines appended to a file, and a file per host:
   /proc, else from ``uname -n``; failing both, the file is ``localhost``.)
 
 A line is taken once its newline is there: a write seen halfway is taken whole on the
-next look. Reading a job's files after its line is taken is what makes it safe: a
+next look. Reading a job's files after its line is read is what makes it safe: a
 script that writes again afterwards appends a new line, seen on the next tick. A
 script whose notes directory is gone (its executor closed) writes its own files all the
 same, and no note: ``>>`` makes a missing file, not a missing directory. Whoever
@@ -39,9 +42,9 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
-from .host import Host
+from .host import FileData, Follow, Host, noted_lines
 
 __all__ = ["ChangeNotes"]
 
@@ -53,10 +56,13 @@ _RELIST = 20
 
 class ChangeNotes:
     """One executor's notes directory (see the module docstring), on ``host``; made on
-    first use."""
+    first use. ``follow``: the files of a noted job's directory (in ``work_dir``) that
+    :meth:`take_and_read` reads with the notes."""
 
-    def __init__(self, work_dir: Path, host: Host) -> None:
+    def __init__(self, work_dir: Path, host: Host, follow: Sequence[str] = ()) -> None:
         self.path = work_dir / CHANGES / f"{os.getpid()}-{secrets.token_hex(4)}"
+        self._jobs = os.fspath(work_dir)
+        self._follow = tuple(follow)
         self._host = host
         self._made = False
         #: per notes file: its identity and the bytes of it taken (whole lines)
@@ -83,38 +89,40 @@ class ChangeNotes:
     def take(self) -> list[str]:
         """The job directory names noted since the last call, each once, in the order
         they were first noted in (one host's file after another)."""
+        return self.take_and_read()[0]
+
+    def take_and_read(self, paths: Sequence[str] = ()
+                      ) -> tuple[list[str], dict[str, Optional[FileData]]]:
+        """:meth:`take`, and, read in the same request after the notes, the ``follow``
+        files of the jobs named (and of those given :meth:`again`) and ``paths``, by
+        path (one left out was not read)."""
         names, self._again = self._again, []
         if not self._made:
-            return names
-        # the files known, and the directory itself, in one read: listed again only
-        # if its mtime moved (one round trip a look over ssh, not two)
-        files = list(self._taken)
-        paths = [os.path.join(self.path, f) for f in files]
-        offsets = [self._taken[f][1] for f in files]
-        here, *read = self._host.read_files([os.fspath(self.path), *paths], [0, *offsets])
+            return names, {}
+        # the directory is listed again only if its mtime moved (a new host's file)
         self._unlisted += 1
-        if here is None or here.mtime != self._listed or self._unlisted >= _RELIST:
-            listed = self._host.list_dir(os.fspath(self.path))
-            if here is None or listed is None:  # removed from outside: made again on next use
-                self._made = False
-                self._taken.clear()
-                self._listed = None
-                return names
-            self._listed, self._unlisted = here.mtime, 0
-            new = [f for f in listed if f not in self._taken]
-            new_paths = [os.path.join(self.path, f) for f in new]
-            files, paths, offsets = files + new, paths + new_paths, offsets + [0] * len(new)
-            read += self._host.read_files(new_paths) if new else []
-        for name, path, found in zip(files, paths, read):
+        follow = Follow(self._jobs, self._follow, tuple(names), tuple(paths))
+        read = self._host.read_notes(
+            os.fspath(self.path), {f: taken[1] for f, taken in self._taken.items()},
+            lambda here: here.mtime != self._listed or self._unlisted >= _RELIST, follow)
+        if read is None:  # removed from outside: made again on next use
+            self._made = False
+            self._taken.clear()
+            self._listed = None
+            return names, {}
+        if read.listed:
+            self._listed, self._unlisted = read.directory.mtime, 0
+        for name, found in read.files.items():
             known = self._taken.get(name)
             if found is not None and known is not None and found.identity != known[0]:
-                found, known = self._host.read_files([path])[0], None  # replaced: from its start
+                # replaced: from its start (its names' files are read by the caller)
+                found, known = self._host.read_files([os.path.join(self.path, name)])[0], None
             if found is None:
                 continue
             whole = found.data.rfind(b"\n") + 1
             self._taken[name] = (found.identity, (known[1] if known else 0) + whole)
-            names += [os.fsdecode(line) for line in found.data[:whole].split(b"\n") if line]
-        return list(dict.fromkeys(names))
+            names += [os.fsdecode(line) for line in noted_lines(found.data)]
+        return list(dict.fromkeys(names)), read.followed
 
     def remove(self) -> None:
         """Delete the notes directory (the executor is closed: nobody reads it)."""

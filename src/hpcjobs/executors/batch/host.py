@@ -4,8 +4,9 @@ Every scheduler command (``sbatch``, ``qstat``, ...) and every file of the work
 directory (job scripts, the files a script writes about itself, change notes, id links)
 goes through one ``Host``, so that where the scheduler is can change under every
 backend at once. :class:`Host` is this machine; a host reached over a connection (ssh)
-is a subclass that overrides its methods. The bulk ones (:meth:`Host.read_files`) let the
-monitor look at all the jobs a tick needs in one round trip.
+is a subclass that overrides its methods. The bulk ones (:meth:`Host.read_files`,
+:meth:`Host.read_notes`) let the monitor look at all the jobs a tick needs in one round
+trip.
 
 The methods that change files return nothing, so that a host over a connection may
 queue them and send them with its next ``run`` or ``read_files``: a submit's directory,
@@ -22,7 +23,7 @@ import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from ... import external
 from ...errors import CommandError
@@ -32,7 +33,8 @@ from ...private import DIR_MODE, FILE_MODE, create, fill, make_dirs
 if TYPE_CHECKING:
     from ...staging import StagingMode
 
-__all__ = ["FileData", "Host", "LOCAL", "work_directory_on"]
+__all__ = ["FileData", "Follow", "Host", "LOCAL", "NotesRead", "followable", "followed_paths", "noted_lines",
+           "work_directory_on"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,63 @@ class FileData:
     is_dir: bool = False
     #: the bytes read (from the offset asked for; none for a directory)
     data: bytes = b""
+
+
+@dataclass(frozen=True)
+class Follow:
+    """What :meth:`Host.read_notes` reads besides the notes, in the same request: the
+    files ``files`` of each job directory ``<jobs>/<name>`` named on a line the notes
+    gained (up to ``most`` such names; :func:`followed_paths`) or in ``names``, and the
+    files ``paths``."""
+
+    jobs: str
+    files: tuple[str, ...]
+    names: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    #: the most names taken from the lines (a command line holds their paths)
+    most: int = 1000
+
+
+@dataclass(frozen=True)
+class NotesRead:
+    """What :meth:`Host.read_notes` found: the notes directory itself, each notes file
+    read (by name: a known one from its offset, a new one from its start), whether
+    the directory was listed (else only the known files were read), and the files
+    :class:`Follow` asked for, by path (a path left out was not read: read it anew)."""
+
+    directory: FileData
+    files: dict[str, Optional[FileData]]
+    listed: bool
+    followed: dict[str, Optional[FileData]]
+
+
+def noted_lines(data: bytes) -> list[bytes]:
+    """The whole lines of ``data`` (up to its last newline), empty ones left out."""
+    return [line for line in data[:data.rfind(b"\n") + 1].split(b"\n") if line]
+
+
+def followed_paths(follow: Follow, files: Iterable[Optional[FileData]]
+                   ) -> Optional[tuple[list[str], int]]:
+    """The paths :meth:`Host.read_notes` reads for ``follow``, in order: its ``paths``,
+    then the files of its ``names``, then those of the names on the whole lines of
+    ``files`` (at most ``follow.most``), leaving out a name that is no directory's
+    (``.``, ``..``, one with a ``/``); and the count of names taken from the lines.
+    None if a line holds a NUL byte (which a shell reading the lines would drop)."""
+    names = [n for n in follow.names if followable(os.fsencode(n))]
+    given = len(names)
+    for found in files:
+        for line in noted_lines(found.data) if found is not None else ():
+            if b"\0" in line:
+                return None
+            if followable(line) and len(names) < given + follow.most:
+                names.append(os.fsdecode(line))
+    return ([*follow.paths, *(os.path.join(follow.jobs, n, f) for n in names for f in follow.files)],
+            len(names) - given)
+
+
+def followable(name: bytes) -> bool:
+    """True if ``name`` can be a job directory's name (the notes name nothing else)."""
+    return name not in (b"", b".", b"..") and b"/" not in name
 
 
 class Host:
@@ -144,6 +203,31 @@ class Host:
         finally:
             os.close(fd)
         return FileData(st.st_mtime, (st.st_dev, st.st_ino), st.st_size, is_dir, data)
+
+    def read_notes(self, directory: str, offsets: Mapping[str, int],
+                   list_if: Callable[[FileData], bool], follow: Follow) -> Optional[NotesRead]:
+        """An executor's notes (changes.py) and the job files they name, in one request
+        (over a connection, one round trip): the notes files of ``directory``, each of
+        ``offsets`` from its offset, and, if the directory is listed, the others from
+        their start; then, read after them, the files ``follow`` asks for. Here the
+        directory is listed only when ``list_if`` of its own FileData says so; a host
+        that lists it at no extra cost may list it always. None if it is gone."""
+        names = list(offsets)
+        here, *found = self.read_files([directory, *(os.path.join(directory, n) for n in names)],
+                                       [0, *offsets.values()])
+        if here is None:
+            return None
+        listed = list_if(here)
+        if listed:
+            now = self.list_dir(directory)
+            if now is None:
+                return None
+            new = [n for n in now if n not in offsets]
+            found += self.read_files([os.path.join(directory, n) for n in new]) if new else []
+            names += new
+        paths = (followed_paths(follow, found) or (list(follow.paths), 0))[0]
+        return NotesRead(here, dict(zip(names, found)), listed,
+                         dict(zip(paths, self.read_files(paths))) if paths else {})
 
     def list_dir(self, path: str) -> Optional[list[str]]:
         """The names in the directory ``path``; None if it does not exist."""

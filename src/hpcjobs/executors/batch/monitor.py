@@ -8,7 +8,8 @@ How status works (docs/batch.md and docs/slurm.md have the full story):
   the noted jobs only (no scheduler load): a job's start and end are seen within about
   that time, and a tick costs what changed, not what is in flight. (Attached jobs,
   whose scripts note their changes for another executor, have their files looked at
-  on every tick.)
+  on every tick.) The notes and those files are one read of the host (over ssh, one
+  round trip a tick).
 * The scheduler's status command reconciles what the files cannot tell (held,
   cancelled while pending, killed before the script could write, node failure, why a
   SIGTERM came). Each job has its own next query time, with a doubling interval; the
@@ -41,7 +42,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Mapping, Optional, Sequence
 
 from ...errors import CommandError
 from ...final_status import Cause, describe_exit, ended, needs_cause
@@ -51,7 +52,8 @@ from ...threads import PeriodicTask, weakly
 from .arrays import ArrayDir
 from .changes import ChangeNotes
 from .config import BatchConfig
-from .jobdir import ExitRecord, JobDir
+from .host import FileData
+from .jobdir import EXIT, STARTED, ExitRecord, JobDir
 from .native import NativeStatus
 from .query_calendar import QueryCalendar
 from .scheduler import Scheduler
@@ -110,7 +112,8 @@ class StatusMonitor:
         self._submitting: set[str] = set()  # job dirs staged, not yet followed or released
         self._polled: dict[str, Tracked] = {}  # jobs with files but no notes (attached)
         self._unlinked: list[tuple[JobDir, str]] = []  # ids/<native id> not written yet
-        self._changes = ChangeNotes(work_directory, self.host)  # (its directory: on first use)
+        # (its directory: on first use; it reads the noted jobs' files with the notes)
+        self._changes = ChangeNotes(work_directory, self.host, (STARTED, EXIT))
         tracked = self._tracked  # (not self: the calendar holds no monitor alive)
         self._calendar: QueryCalendar[Tracked] = QueryCalendar(
             config, lambda t: tracked.get(t.native_id) is t)
@@ -234,8 +237,8 @@ class StatusMonitor:
             polled = list(self._polled.values())
         for job_dir, native_id in unlinked:
             self.link(job_dir, native_id)
-        noted = self._read_notes(self._changes)
-        self.check_files([t for t in (*noted, *polled) if t.native_id in self._tracked])
+        noted, read = self._read_notes(self._changes, polled)
+        self.check_files([t for t in (*noted, *polled) if t.native_id in self._tracked], read)
         with self._lock:
             due = self._calendar.take_due()
         if due:
@@ -253,10 +256,14 @@ class StatusMonitor:
                 return None
             return self._calendar.next_wait(polling=bool(self._noting or self._polled))
 
-    def _read_notes(self, changes: ChangeNotes) -> List[Tracked]:
-        """The jobs whose scripts noted a change."""
+    def _read_notes(self, changes: ChangeNotes, polled: Sequence[Tracked]
+                    ) -> tuple[List[Tracked], dict[str, Optional[FileData]]]:
+        """The jobs whose scripts noted a change, and the files read with the notes (by
+        path): theirs and those of the ``polled`` jobs."""
         noted = []
-        for name in changes.take():
+        paths = [p for t in polled if t.job_dir is not None for p in t.job_dir.paths()]
+        names, read = changes.take_and_read(paths)
+        for name in names:
             with self._lock:
                 t = self._noting.get(name)
                 early = t is None and name in self._submitting
@@ -264,16 +271,22 @@ class StatusMonitor:
                 noted.append(t)
             elif early:  # its submit command has not returned yet: look again next tick
                 changes.again(name)
-        return noted
+        return noted, read
 
-    def check_files(self, jobs: Sequence[Tracked]) -> set[str]:
-        """Look at these jobs' files (one read of the host for all); the ids of those
-        whose files ended them."""
+    def check_files(self, jobs: Sequence[Tracked],
+                    read: Mapping[str, Optional[FileData]] = {}) -> set[str]:
+        """Look at these jobs' files (those not ``read`` already: one read of the host
+        for all); the ids of those whose files ended them."""
         paths: list[str] = []
         for t in jobs:
             assert t.job_dir is not None
             paths += t.job_dir.paths()
-        found = self.host.read_files(paths) if paths else []
+        unread = [p for p in paths if p not in read]
+        if len(unread) < len(paths):  # (the files read with the notes, the rest now)
+            more = dict(zip(unread, self.host.read_files(unread))) if unread else {}
+            found = [read[p] if p in read else more[p] for p in paths]
+        else:
+            found = self.host.read_files(paths) if paths else []
         ended = set()
         for i, t in enumerate(jobs):
             if self._seen(t, *JobDir.seen(found[2 * i], found[2 * i + 1])):
