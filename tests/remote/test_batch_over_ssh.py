@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -235,6 +236,50 @@ def test_a_refused_job_in_a_burst_gets_its_own_error(name: str, login: Login, re
         assert len({job.native_id for job in accepted}) == len(accepted)
         statuses = [job.wait(timeout=WAIT) for job in accepted]
     assert [s.exit_code if s else None for s in statuses] == [i for i in range(21) if i not in refused]
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_status_tick_that_sees_jobs_change_is_one_round_trip(
+        name: str, login: Login, conn: SshConnection, remote_dir: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Jobs wait for a file, then end at once: the ticks that take their notes (the
+    # read of the notes, then the look at the jobs' files) are counted by a spy on
+    # those two calls of the real monitor, and must cost one round trip each.
+    _require(name)
+    from hpcjobs.executors.batch.changes import ChangeNotes
+    from hpcjobs.executors.batch.monitor import StatusMonitor
+    go = f"{remote_dir}/go"
+    with executor(name, login, remote_dir) as ex:
+        jobs = [Job(JobSpec("/bin/sh", ["-c", 'while [ ! -e "$1" ]; do sleep 0.1; done; exit $2',
+                                        "-", go, str(i)])) for i in range(3)]
+        ex.submit_many(jobs)
+        for job in jobs:
+            assert job.wait(timeout=WAIT, target_states=[JobState.ACTIVE]) is not None
+        connection = ex.host.connection  # type: ignore[attr-defined]
+        ticks: list[tuple[int, int]] = []  # per tick that took notes: (names, round trips)
+        taking: dict[str, tuple[int, int]] = {}
+        take, check = ChangeNotes.take_and_read, StatusMonitor.check_files
+
+        def spy_take(self: ChangeNotes, *args: Any) -> Any:
+            before = connection.round_trips
+            names, read = take(self, *args)
+            taking["tick"] = (len(names), before)
+            return names, read
+
+        def spy_check(self: StatusMonitor, *args: Any) -> Any:
+            ended = check(self, *args)
+            names, before = taking.pop("tick", (0, 0))
+            if names:
+                ticks.append((names, connection.round_trips - before))
+            return ended
+
+        monkeypatch.setattr(ChangeNotes, "take_and_read", spy_take)
+        monkeypatch.setattr(StatusMonitor, "check_files", spy_check)
+        conn.run(["touch", go], check=True)  # (another connection: not counted)
+        statuses = [job.wait(timeout=WAIT) for job in jobs]
+    assert [s.exit_code if s else None for s in statuses] == [0, 1, 2]
+    assert sum(names for names, _ in ticks) >= len(jobs), ticks  # their ends, by their notes
+    assert all(trips == 1 for _, trips in ticks), ticks
 
 
 @pytest.mark.parametrize("delay", [0.3, 0.9])  # (in its file changes; in its commands)

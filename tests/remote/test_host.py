@@ -310,3 +310,84 @@ def test_a_put_that_cannot_read_its_source_whole_changes_nothing_there(
     assert os.listdir(work) == ["target"]
     with pytest.raises(FileNotFoundError, match="no-such-source"):
         host.put(f"{work}/no-such-source", f"{work}/target", StagingMode.COPY)
+
+
+def _notes(host: SshHost, work: str) -> tuple[str, dict[str, int]]:
+    """A notes directory of three host files (one name hostile; one line being written),
+    job directories a, b (started, ended), c (started), and the offsets taken so far."""
+    notes = f"{work}/changes/1-x"
+    host.make_dirs(notes)
+    host.write_file(f"{notes}/node1", b"old\na\nb\nc")  # (c: being written)
+    host.write_file(f"{notes}/node 'q' $x\n2", b"b\n..\nq/r\n\nd\n")
+    host.write_file(f"{notes}/.new", b"a\n")  # a host file the client does not know yet
+    for job, files in (("a", {"started": b"1\n", "exitcode": b"0 - -\n"}),
+                       ("b", {"started": b"2\n", "exitcode": b"143 TERM -\n"}),
+                       ("c", {"started": b"3\n"})):
+        host.make_dirs(f"{work}/{job}")
+        for name, data in files.items():
+            host.write_file(f"{work}/{job}/{name}", data)
+    host.flush()
+    return notes, {"node1": 4, "node 'q' $x\n2": 0}
+
+
+def test_a_tick_that_sees_changes_is_one_round_trip(conn: SshConnection, work: str) -> None:
+    # the notes and the files of the jobs they name, read in one round trip, as the
+    # local host reads them (that one in several reads: the same files, seen from here)
+    from hpcjobs.executors.batch import LOCAL
+    from hpcjobs.executors.batch.host import Follow
+    host = SshHost(conn)
+    notes, offsets = _notes(host, work)
+    follow = Follow(work, ("started", "exitcode"), names=("c", "../x"), paths=(f"{work}/a/started",))
+    before = conn.round_trips
+    remote = host.read_notes(notes, offsets, lambda here: False, follow)
+    assert conn.round_trips == before + 1
+    local = LOCAL.read_notes(notes, offsets, lambda here: True, follow)
+    assert remote is not None and remote == local
+    assert remote.listed and sorted(remote.files) == [".new", "node 'q' $x\n2", "node1"]
+    assert remote.files["node1"] is not None and remote.files["node1"].data == b"a\nb\nc"
+    # the given path, the given name's files, then those of the names on whole lines
+    assert set(remote.followed) == {f"{work}/{j}/{f}" for j in "abcd" for f in ("started", "exitcode")}
+    found = remote.followed
+    assert found[f"{work}/b/exitcode"] is not None and found[f"{work}/b/exitcode"].data == b"143 TERM -\n"
+    assert found[f"{work}/c/exitcode"] is None and found[f"{work}/d/started"] is None
+
+
+def test_names_past_the_most_followed_are_left_to_a_read_of_their_own(conn: SshConnection,
+                                                                       work: str) -> None:
+    from hpcjobs.executors.batch.host import Follow
+    host = SshHost(conn)
+    notes, offsets = _notes(host, work)
+    follow = Follow(work, ("started",), most=2)
+    before = conn.round_trips
+    read = host.read_notes(notes, offsets, lambda here: False, follow)
+    assert conn.round_trips == before + 1
+    assert read is not None and len(read.followed) == 2
+
+
+def test_notes_read_over_ssh_of_a_directory_gone_are_none(conn: SshConnection, work: str) -> None:
+    from hpcjobs.executors.batch.host import Follow
+    host = SshHost(conn)
+    assert host.read_notes(f"{work}/none", {"node1": 3}, lambda here: True,
+                           Follow(work, ("started",))) is None
+
+
+def test_notes_output_that_does_not_add_up_is_read_again_another_way() -> None:
+    from hpcjobs.executors.batch.host import Follow
+    from hpcjobs.remote.notes import Unreadable, split_notes
+    from hpcjobs.remote.ops import ReadNotes
+    follow = Follow("/w", ("started",))
+    op = ReadNotes("/w/n", (), "/w", ("started",))
+    out = (b"1\nh\0/\n1.5 1 2 4096 directory\n2.5 1 3 4 regular file\n3.5 1 4 2 regular file\n"
+           b"a\n1\n1\n2.5 1 5 2 regular file\n7\n")
+    read = split_notes(out, op, follow)
+    assert read is not None and read.files["h"] is not None and read.files["h"].data == b"a\n"
+    assert read.followed["/w/a/started"] is not None
+    assert read.followed["/w/a/started"].data == b"7\n"
+    # a job file that grew between stat and cat: the notes, and no job files
+    grown = split_notes(out + b"8", op, follow)
+    assert grown is not None and grown.files == read.files and grown.followed == {}
+    # the script took another count of names than these lines give: no job files
+    assert split_notes(out.replace(b"a\n1\n1\n", b"a\n2\n1\n"), op, follow).followed == {}  # type: ignore[union-attr]
+    assert split_notes(b"0\n", op, follow) is None
+    with pytest.raises(Unreadable):  # a notes file vanished before its status line
+        split_notes(out.replace(b"3.5 1 4 2 regular file\n", b""), op, follow)
