@@ -16,25 +16,33 @@ alternating rounds (host, ssh, ssh, host, ...), each figure against its baseline
 * ``end_to_callback``: ``--follow`` jobs of ``sleep 2`` over ssh: from each job's end
   (the mtime of the exit file its script writes there) to its final callback here, the
   median and spread (target <= 1.5 s), and the round trips per second while they run,
-  beside the monitor's ticks per second (target: at most one round trip per tick).
+  beside the monitor's ticks per second;
+* ``tick_round_trips``: in the same follow rounds, the round trips of each monitor tick
+  that saw jobs change (its read of the change notes, then of those jobs' files; target:
+  1), against the baseline of the same rounds with the notes read as on this machine
+  (the files after the notes, a request each), alternated; the scheduler's status
+  queries, which some ticks also send, are counted apart.
 
 Each round's jobs are cancelled after it (``scancel`` through the same executor). Prints
 one JSON line. The round trips are printed beside the rates, so a WAN figure can be
 read off them: each round trip costs a laptop its distance to the login node.
 
     .venv/bin/python bench/remote_submit.py [--burst 1000] [--distinct 200] [--follow 20] [--rounds 2]
+        [--only-follow]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
 import json
 import os
 import statistics
 import threading
 import time
 from datetime import timedelta
-from typing import Any
+from typing import Any, Iterator
 
 from hpcjobs import Job, JobAttributes, JobExecutor, JobSpec, JobStatus
 
@@ -83,8 +91,58 @@ def raw_sbatch_ms(remote: bool, n: int = 50) -> float:
     return round(elapsed / n * 1000, 2)
 
 
-def follow_round(n: int) -> dict[str, Any]:
-    """End -> final callback over ssh for ``n`` short jobs, and the round trips meanwhile."""
+class Ticks:
+    """The round trips of each tick that took change notes while ``counting`` (set it
+    once no other thread sends: a submit's round trip would count)."""
+
+    def __init__(self) -> None:
+        self.counting = False
+        self.trips: list[int] = []
+
+
+@contextlib.contextmanager
+def tick_spy(ex: JobExecutor, one_request: bool) -> Iterator[Ticks]:
+    """Counts the round trips of each tick that takes change notes: its read of the
+    notes, then its look at the noted jobs' files. With ``one_request`` False, the notes
+    are read as on this machine (the baseline: the files after the notes, apart)."""
+    from hpcjobs.executors.batch import Host
+    from hpcjobs.executors.batch.changes import ChangeNotes
+    from hpcjobs.executors.batch.monitor import StatusMonitor
+    from hpcjobs.remote import SshHost
+    connection = getattr(ex, "host").connection
+    ticks = Ticks()
+    taking: dict[str, int] = {}
+    take, check, read = ChangeNotes.take_and_read, StatusMonitor.check_files, SshHost.read_notes
+
+    def spy_take(self: ChangeNotes, *args: Any) -> Any:
+        before = connection.round_trips
+        names, found = take(self, *args)
+        if names and ticks.counting:
+            taking["tick"] = before
+        return names, found
+
+    def spy_check(self: StatusMonitor, *args: Any) -> Any:
+        ended = check(self, *args)
+        before = taking.pop("tick", None)
+        if before is not None:
+            ticks.trips.append(connection.round_trips - before)
+        return ended
+
+    setattr(ChangeNotes, "take_and_read", spy_take)
+    setattr(StatusMonitor, "check_files", spy_check)
+    if not one_request:
+        setattr(SshHost, "read_notes", Host.read_notes)
+    try:
+        yield ticks
+    finally:
+        setattr(ChangeNotes, "take_and_read", take)
+        setattr(StatusMonitor, "check_files", check)
+        setattr(SshHost, "read_notes", read)
+
+
+def follow_round(n: int, one_request: bool = True) -> dict[str, Any]:
+    """End -> final callback over ssh for ``n`` short jobs, and the round trips meanwhile
+    (``one_request`` False: the notes read as on this machine, the baseline)."""
     from hpcjobs.executors.batch.jobdir import EXIT
     done: dict[str, float] = {}
     lock = threading.Lock()
@@ -94,24 +152,48 @@ def follow_round(n: int) -> dict[str, Any]:
             with lock:
                 done[job.id] = time.time()
 
-    with executor(True) as ex:
+    with executor(True) as ex, tick_spy(ex, one_request) as ticks:
         ex.set_job_status_callback(callback)
+        host = getattr(ex, "host")
+        commands = [0]  # round trips of scheduler commands (status queries)
+        run = host.run
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            commands[0] += 1
+            return run(*args, **kwargs)
+
         jobs = [Job(JobSpec("/bin/sleep", ["2"])) for _ in range(n)]
         for job in jobs:
             ex.submit(job)
+        host.run = counted
+        ticks.counting = True
         t0, trips0 = time.monotonic(), round_trips(ex)
         for job in jobs:
             job.wait(timeout=600)
         seconds, trips = time.monotonic() - t0, round_trips(ex) - trips0
-        host = getattr(ex, "host")
+        host.run = run
         ends = host.read_files([f"{ex.work_directory}/{job.id}/{EXIT}" for job in jobs])
         latencies = [done[job.id] - found.mtime for job, found in zip(jobs, ends)
                      if found is not None and job.id in done]
-        ticks = 1 / float(getattr(ex, "config").file_poll_interval)
     return {"jobs": n, "ended_seen": len(latencies),
             "median_s": round(statistics.median(latencies), 3),
             "min_s": round(min(latencies), 3), "max_s": round(max(latencies), 3),
-            "round_trips_per_s": round(trips / seconds, 2), "monitor_ticks_per_s": ticks}
+            "round_trips_per_s": round(trips / seconds, 2),
+            "command_round_trips_per_s": round(commands[0] / seconds, 2),
+            "monitor_ticks_per_s": 1 / float(getattr(ex, "config").file_poll_interval),
+            "ticks_with_changes": len(ticks.trips), "tick_round_trips": dict(sorted(
+                collections.Counter(ticks.trips).items()))}
+
+
+def _tick_trips(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The round trips of the ticks that saw changes, over ``rounds``: mean, most, and
+    how many ticks took each count."""
+    counts: collections.Counter[int] = collections.Counter()
+    for f in rounds:
+        counts.update({int(k): v for k, v in f["tick_round_trips"].items()})
+    ticks = sum(counts.values())
+    return {"ticks": ticks, "mean": round(sum(k * v for k, v in counts.items()) / max(ticks, 1), 2),
+            "max": max(counts, default=0), "by_count": dict(sorted(counts.items()))}
 
 
 def main() -> None:
@@ -120,9 +202,11 @@ def main() -> None:
     parser.add_argument("--distinct", type=int, default=200)
     parser.add_argument("--follow", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=2, help="pairs of alternated rounds")
+    parser.add_argument("--only-follow", action="store_true",
+                        help="only the follow rounds (end_to_callback, tick_round_trips)")
     args = parser.parse_args()
     result: dict[str, Any] = {"bench": "remote_submit"}
-    for kind, n in (("burst", args.burst), ("distinct", args.distinct)):
+    for kind, n in () if args.only_follow else (("burst", args.burst), ("distinct", args.distinct)):
         rates: dict[bool, list[float]] = {False: [], True: []}
         trips: list[int] = []
         for r in range(args.rounds):
@@ -138,10 +222,21 @@ def main() -> None:
                         "ratio_spread": [round(min(rates[True]) / max(rates[False]), 2),
                                          round(max(rates[True]) / min(rates[False]), 2)],
                         "ssh_round_trips": trips}
-    host_ms, ssh_ms = raw_sbatch_ms(False), raw_sbatch_ms(True)
-    result["raw_sbatch_ms"] = {"host": host_ms, "ssh_user": ssh_ms,
-                               "ratio": round(host_ms / ssh_ms, 2)}
-    result["end_to_callback"] = follow_round(args.follow)
+    if not args.only_follow:
+        host_ms, ssh_ms = raw_sbatch_ms(False), raw_sbatch_ms(True)
+        result["raw_sbatch_ms"] = {"host": host_ms, "ssh_user": ssh_ms,
+                                   "ratio": round(host_ms / ssh_ms, 2)}
+    # the follow rounds, alternated: the notes and the noted jobs' files in one request,
+    # and the baseline, a request each
+    follows: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
+    for r in range(args.rounds):
+        for one in ((True, False) if r % 2 == 0 else (False, True)):
+            follows[one].append(follow_round(args.follow, one))
+    result["end_to_callback"] = follows[True][0]
+    result["tick_round_trips"] = {
+        "one_request": _tick_trips(follows[True]), "file_by_file": _tick_trips(follows[False]),
+        "median_s": {"one_request": [f["median_s"] for f in follows[True]],
+                     "file_by_file": [f["median_s"] for f in follows[False]]}}
     print(json.dumps(result))
 
 

@@ -342,7 +342,9 @@ def test_a_tick_that_sees_changes_is_one_round_trip(conn: SshConnection, work: s
     remote = host.read_notes(notes, offsets, lambda here: False, follow)
     assert conn.round_trips == before + 1
     local = LOCAL.read_notes(notes, offsets, lambda here: True, follow)
-    assert remote is not None and remote == local
+    assert remote is not None and local is not None
+    assert (remote.directory, remote.files) == (local.directory, local.files)
+    assert remote.followed == dict(zip(remote.followed, LOCAL.read_files(list(remote.followed))))
     assert remote.listed and sorted(remote.files) == [".new", "node 'q' $x\n2", "node1"]
     assert remote.files["node1"] is not None and remote.files["node1"].data == b"a\nb\nc"
     # the given path, the given name's files, then those of the names on whole lines
@@ -374,20 +376,18 @@ def test_notes_read_over_ssh_of_a_directory_gone_are_none(conn: SshConnection, w
 def test_notes_output_that_does_not_add_up_is_read_again_another_way() -> None:
     from hpcjobs.executors.batch.host import Follow
     from hpcjobs.remote.notes import Unreadable, split_notes
-    from hpcjobs.remote.ops import ReadNotes
     follow = Follow("/w", ("started",))
-    op = ReadNotes("/w/n", (), "/w", ("started",))
     out = (b"1\nh\0/\n1.5 1 2 4096 directory\n2.5 1 3 4 regular file\n3.5 1 4 2 regular file\n"
            b"a\n1\n1\n2.5 1 5 2 regular file\n7\n")
-    read = split_notes(out, op, follow)
+    read = split_notes(out, follow)
     assert read is not None and read.files["h"] is not None and read.files["h"].data == b"a\n"
     assert read.followed["/w/a/started"] is not None
     assert read.followed["/w/a/started"].data == b"7\n"
     # a job file that grew between stat and cat: the notes, and no job files
-    grown = split_notes(out + b"8", op, follow)
+    grown = split_notes(out + b"8", follow)
     assert grown is not None and grown.files == read.files and grown.followed == {}
     # the script took another count of names than these lines give: no job files
-    assert split_notes(out.replace(b"a\n1\n1\n", b"a\n2\n1\n"), op, follow).followed == {}  # type: ignore[union-attr]
-    assert split_notes(b"0\n", op, follow) is None
+    assert split_notes(out.replace(b"a\n1\n1\n", b"a\n2\n1\n"), follow).followed == {}  # type: ignore[union-attr]
+    assert split_notes(b"0\n", follow) is None
     with pytest.raises(Unreadable):  # a notes file vanished before its status line
-        split_notes(out.replace(b"3.5 1 4 2 regular file\n", b""), op, follow)
+        split_notes(out.replace(b"3.5 1 4 2 regular file\n", b""), follow)

@@ -23,14 +23,14 @@ import uuid
 from typing import BinaryIO, Callable, Mapping, Optional, Sequence, Union
 
 from ..errors import CommandError
-from ..executors.batch.host import FileData, Follow, Host, NotesRead, followable
+from ..executors.batch.host import FileData, Follow, Host, NotesRead
 from ..external import CommandResult
 from ..launchers.base import SCRIPTS
 from ..stage_files import StagingError
 from ..staging import StagingMode
 from ..private import DIR_MODE, FILE_MODE
 from .errors import SshConnectionLost, SshError
-from .ops import (ListDir, MakeDirs, NewDirs, Op, ReadNotes, Remove, Result, Run, StatRead, StatReadMany,
+from .ops import (ListDir, MakeDirs, NewDirs, Op, Remove, Result, Run, StatRead, StatReadMany,
                   WriteFile)
 from .ssh import SshConnection, Writer
 from .login import PROBE, RemoteLogin, read_login
@@ -289,15 +289,12 @@ class SshHost(Host):
         """The notes and the job files they name (:meth:`Host.read_notes`) in ONE round
         trip (and the queued changes): the directory is listed every time, as that
         costs nothing there (a shell glob)."""
-        from .notes import Unreadable, split_notes
-        op = ReadNotes(directory, tuple(offsets.items()), follow.jobs, follow.files,
-                       tuple(n for n in follow.names if followable(os.fsencode(n))),
-                       follow.paths, follow.most)
-        r = self._send_files([op])[0]
+        from .notes import Unreadable, read_notes_op, split_notes
+        r = self._send_files([read_notes_op(directory, offsets, follow)])[0]
         try:
-            return split_notes(r.stdout, op, follow)
-        except Unreadable as e:  # a file changed while it was read: as the local host reads
-            log.debug("%s: notes read again file by file: %s", self.where, e)
+            return split_notes(r.stdout, follow)
+        except Unreadable as e:  # a file changed while it was read: read as here
+            log.debug("%s: notes read again as on the local host: %s", self.where, e)
             return super().read_notes(directory, offsets, list_if, follow)
 
     def list_dir(self, path: str) -> Optional[list[str]]:

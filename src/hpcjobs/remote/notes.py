@@ -13,21 +13,28 @@ bytes; the count of names taken from their whole lines; then, as
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Iterable, Mapping, Optional
 
-from ..executors.batch.host import FileData, Follow, NotesRead, followed_paths, noted_lines
+from ..executors.batch.host import FileData, Follow, NotesRead, noted_names
 from .host import split_many
 from .ops import ReadNotes
 
-__all__ = ["split_notes", "Unreadable"]
+__all__ = ["read_notes_op", "split_notes", "Unreadable"]
 
 
 class Unreadable(ValueError):
     """The output does not add up (a file changed or vanished while it was read)."""
 
 
-def split_notes(out: bytes, op: ReadNotes, follow: Follow) -> Optional[NotesRead]:
-    """What ``op`` (made for ``follow``) read, from its output; None if the notes
+def read_notes_op(directory: str, offsets: Mapping[str, int], follow: Follow) -> ReadNotes:
+    """The operation that reads the notes of ``directory`` (each file of ``offsets``
+    from its offset) and what ``follow`` asks for."""
+    return ReadNotes(directory, tuple(offsets.items()), follow.jobs, follow.files,
+                     tuple(n for n in follow.names if followable(n)), follow.paths, follow.most)
+
+
+def split_notes(out: bytes, follow: Follow) -> Optional[NotesRead]:
+    """What the :func:`read_notes_op` of ``follow`` read, from its output; None if the notes
     directory is gone. Unreadable if the output does not add up: read again another way.
     Job files whose part does not add up are left out (the caller reads them anew)."""
     head, _, rest = out.partition(b"\n")
@@ -61,8 +68,38 @@ def split_notes(out: bytes, op: ReadNotes, follow: Follow) -> Optional[NotesRead
     if not sep or not count.isdigit():
         raise Unreadable("ReadNotes: no count of the names followed")
     # the job files: none if the names taken here are not those the script took
-    followed = followed_paths(follow, files.values())
-    found = None
-    if followed is not None and followed[1] == int(count):
-        found = split_many(rest, [0] * len(followed[0]), 1 << 62)
-    return NotesRead(here, files, True, dict(zip(followed[0], found)) if found and followed else {})
+    jobs = followed_names(follow, files.values())
+    if jobs is None or jobs[1] != int(count):
+        return NotesRead(here, files, True, {})
+    paths = followed_paths(follow, jobs[0])
+    found = split_many(rest, [0] * len(paths), 1 << 62)
+    return NotesRead(here, files, True, {} if found is None else dict(zip(paths, found)))
+
+
+def followed_names(follow: Follow, files: Iterable[Optional[FileData]]
+                   ) -> Optional[tuple[list[str], int]]:
+    """The job directories whose files a :class:`ReadNotes` reads for ``follow``, in
+    order: its ``names``, then those on the whole lines of ``files`` (at most
+    ``follow.most``; a name on two lines twice), leaving out a name that is no
+    directory's (``.``, ``..``, one with a ``/``); and how many came from the lines.
+    None if the data holds a NUL byte (which a shell reading the lines would drop)."""
+    names = [n for n in follow.names if followable(n)]
+    given = len(names)
+    for found in files:
+        if found is not None and found.data:
+            if b"\0" in found.data:
+                return None
+            names += [n for n in noted_names(found.data) if followable(n)]
+    del names[given + follow.most:]
+    return names, len(names) - given
+
+
+def followed_paths(follow: Follow, names: Iterable[str]) -> list[str]:
+    """The paths read for ``follow`` and the job directories ``names``, in order: its
+    ``paths``, then the ``files`` of each name's directory."""
+    return [*follow.paths, *(os.path.join(follow.jobs, n, f) for n in names for f in follow.files)]
+
+
+def followable(name: str) -> bool:
+    """True if ``name`` can be a job directory's name (the notes name nothing else)."""
+    return name not in ("", ".", "..") and "/" not in name

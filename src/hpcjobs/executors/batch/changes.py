@@ -44,7 +44,7 @@ import secrets
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .host import FileData, Follow, Host, noted_lines
+from .host import FileData, Follow, Host, noted_names
 
 __all__ = ["ChangeNotes"]
 
@@ -61,8 +61,7 @@ class ChangeNotes:
 
     def __init__(self, work_dir: Path, host: Host, follow: Sequence[str] = ()) -> None:
         self.path = work_dir / CHANGES / f"{os.getpid()}-{secrets.token_hex(4)}"
-        self._jobs = os.fspath(work_dir)
-        self._follow = tuple(follow)
+        self._follow = Follow(os.fspath(work_dir), tuple(follow))
         self._host = host
         self._made = False
         #: per notes file: its identity and the bytes of it taken (whole lines)
@@ -101,10 +100,11 @@ class ChangeNotes:
             return names, {}
         # the directory is listed again only if its mtime moved (a new host's file)
         self._unlisted += 1
-        follow = Follow(self._jobs, self._follow, tuple(names), tuple(paths))
+        follow = self._follow._replace(names=tuple(names), paths=tuple(paths)) \
+            if names or paths else self._follow
         read = self._host.read_notes(
             os.fspath(self.path), {f: taken[1] for f, taken in self._taken.items()},
-            lambda here: here.mtime != self._listed or self._unlisted >= _RELIST, follow)
+            self._relist, follow)
         if read is None:  # removed from outside: made again on next use
             self._made = False
             self._taken.clear()
@@ -121,8 +121,12 @@ class ChangeNotes:
                 continue
             whole = found.data.rfind(b"\n") + 1
             self._taken[name] = (found.identity, (known[1] if known else 0) + whole)
-            names += [os.fsdecode(line) for line in noted_lines(found.data)]
+            names += noted_names(found.data)
         return list(dict.fromkeys(names)), read.followed
+
+    def _relist(self, here: FileData) -> bool:
+        """Whether to list the directory again, which is ``here`` now."""
+        return here.mtime != self._listed or self._unlisted >= _RELIST
 
     def remove(self) -> None:
         """Delete the notes directory (the executor is closed: nobody reads it)."""

@@ -23,7 +23,8 @@ import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import (TYPE_CHECKING, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence,
+                    Union)
 
 from ... import external
 from ...errors import CommandError
@@ -33,8 +34,7 @@ from ...private import DIR_MODE, FILE_MODE, create, fill, make_dirs
 if TYPE_CHECKING:
     from ...staging import StagingMode
 
-__all__ = ["FileData", "Follow", "Host", "LOCAL", "NotesRead", "followable", "followed_paths", "noted_lines",
-           "work_directory_on"]
+__all__ = ["FileData", "Follow", "Host", "LOCAL", "NotesRead", "noted_names", "work_directory_on"]
 
 
 @dataclass(frozen=True)
@@ -50,12 +50,10 @@ class FileData:
     data: bytes = b""
 
 
-@dataclass(frozen=True)
-class Follow:
-    """What :meth:`Host.read_notes` reads besides the notes, in the same request: the
+class Follow(NamedTuple):
+    """What :meth:`Host.read_notes` may read besides the notes, in the same request: the
     files ``files`` of each job directory ``<jobs>/<name>`` named on a line the notes
-    gained (up to ``most`` such names; :func:`followed_paths`) or in ``names``, and the
-    files ``paths``."""
+    gained (up to ``most`` such names) or in ``names``, and the files ``paths``."""
 
     jobs: str
     files: tuple[str, ...]
@@ -65,8 +63,7 @@ class Follow:
     most: int = 1000
 
 
-@dataclass(frozen=True)
-class NotesRead:
+class NotesRead(NamedTuple):
     """What :meth:`Host.read_notes` found: the notes directory itself, each notes file
     read (by name: a known one from its offset, a new one from its start), whether
     the directory was listed (else only the known files were read), and the files
@@ -78,33 +75,9 @@ class NotesRead:
     followed: dict[str, Optional[FileData]]
 
 
-def noted_lines(data: bytes) -> list[bytes]:
+def noted_names(data: bytes) -> list[str]:
     """The whole lines of ``data`` (up to its last newline), empty ones left out."""
-    return [line for line in data[:data.rfind(b"\n") + 1].split(b"\n") if line]
-
-
-def followed_paths(follow: Follow, files: Iterable[Optional[FileData]]
-                   ) -> Optional[tuple[list[str], int]]:
-    """The paths :meth:`Host.read_notes` reads for ``follow``, in order: its ``paths``,
-    then the files of its ``names``, then those of the names on the whole lines of
-    ``files`` (at most ``follow.most``), leaving out a name that is no directory's
-    (``.``, ``..``, one with a ``/``); and the count of names taken from the lines.
-    None if a line holds a NUL byte (which a shell reading the lines would drop)."""
-    names = [n for n in follow.names if followable(os.fsencode(n))]
-    given = len(names)
-    for found in files:
-        for line in noted_lines(found.data) if found is not None else ():
-            if b"\0" in line:
-                return None
-            if followable(line) and len(names) < given + follow.most:
-                names.append(os.fsdecode(line))
-    return ([*follow.paths, *(os.path.join(follow.jobs, n, f) for n in names for f in follow.files)],
-            len(names) - given)
-
-
-def followable(name: bytes) -> bool:
-    """True if ``name`` can be a job directory's name (the notes name nothing else)."""
-    return name not in (b"", b".", b"..") and b"/" not in name
+    return [n for n in os.fsdecode(data[:data.rfind(b"\n") + 1]).split("\n") if n]
 
 
 class Host:
@@ -206,14 +179,17 @@ class Host:
 
     def read_notes(self, directory: str, offsets: Mapping[str, int],
                    list_if: Callable[[FileData], bool], follow: Follow) -> Optional[NotesRead]:
-        """An executor's notes (changes.py) and the job files they name, in one request
-        (over a connection, one round trip): the notes files of ``directory``, each of
-        ``offsets`` from its offset, and, if the directory is listed, the others from
-        their start; then, read after them, the files ``follow`` asks for. Here the
-        directory is listed only when ``list_if`` of its own FileData says so; a host
-        that lists it at no extra cost may list it always. None if it is gone."""
+        """An executor's notes (changes.py) and the job files they name, in one request:
+        the notes files of ``directory``, each of ``offsets`` from its offset, and, if
+        the directory is listed, the others from their start; then, read after them, the
+        files ``follow`` asks for. A host where a request is a round trip reads them all
+        (SshHost: the directory listed every time, which costs nothing more there); this
+        one reads the notes only, and lists the directory only when ``list_if`` of its
+        own FileData says so: here a read costs no round trip, and the caller reads the
+        files of the jobs it follows, no others (NotesRead.followed is empty). None if
+        the directory is gone."""
         names = list(offsets)
-        here, *found = self.read_files([directory, *(os.path.join(directory, n) for n in names)],
+        here, *found = self.read_files([directory] + [os.path.join(directory, n) for n in names],
                                        [0, *offsets.values()])
         if here is None:
             return None
@@ -225,9 +201,7 @@ class Host:
             new = [n for n in now if n not in offsets]
             found += self.read_files([os.path.join(directory, n) for n in new]) if new else []
             names += new
-        paths = (followed_paths(follow, found) or (list(follow.paths), 0))[0]
-        return NotesRead(here, dict(zip(names, found)), listed,
-                         dict(zip(paths, self.read_files(paths))) if paths else {})
+        return NotesRead(here, dict(zip(names, found)), listed, {})
 
     def list_dir(self, path: str) -> Optional[list[str]]:
         """The names in the directory ``path``; None if it does not exist."""

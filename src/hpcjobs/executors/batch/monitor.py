@@ -281,8 +281,8 @@ class StatusMonitor:
         for t in jobs:
             assert t.job_dir is not None
             paths += t.job_dir.paths()
-        unread = [p for p in paths if p not in read]
-        if len(unread) < len(paths):  # (the files read with the notes, the rest now)
+        if read:  # (the files read with the notes, the rest now)
+            unread = [p for p in paths if p not in read]
             more = dict(zip(unread, self.host.read_files(unread))) if unread else {}
             found = [read[p] if p in read else more[p] for p in paths]
         else:
