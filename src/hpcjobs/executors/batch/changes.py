@@ -7,10 +7,10 @@ each executor has its own notes directory, ``<work directory>/changes/<pid>-<ran
 directory, then appends a line, the name of its job directory, to the notes file of the
 host it runs on, ``<notes directory>/<host name>``. The monitor reads the lines the files
 gained since its last look and looks at those jobs' files only: a tick costs what
-changed, not what is in flight. The host reads those jobs' files in the same request
-as the notes, after them (:meth:`Host.read_notes`): over ssh a tick is one round trip,
-changes or none. The line carries the name only, no status: the files say when (their
-mtimes) as well as what, and whoever attaches later reads the same files.
+changed, not what is in flight. Over ssh the host reads those jobs' files in the
+round trip that reads the notes, after them (:meth:`Host.read_notes`): a tick is one
+round trip, changes or none. The line carries the name only, no status: the files say
+when (their mtimes) as well as what, and whoever attaches later reads the same files.
 
 Why lines appended to a file, and a file per host:
 
@@ -115,7 +115,8 @@ class ChangeNotes:
         for name, found in read.files.items():
             known = self._taken.get(name)
             if found is not None and known is not None and found.identity != known[0]:
-                # replaced: from its start (its names' files are read by the caller)
+                # replaced: from its start (the files of the jobs it names were not read
+                # with it: the caller reads them)
                 found, known = self._host.read_files([os.path.join(self.path, name)])[0], None
             if found is None:
                 continue

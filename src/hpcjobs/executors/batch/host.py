@@ -23,8 +23,7 @@ import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import (TYPE_CHECKING, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence,
-                    Union)
+from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple, Optional, Sequence, Union
 
 from ... import external
 from ...errors import CommandError
