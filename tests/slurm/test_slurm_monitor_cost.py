@@ -60,9 +60,9 @@ class CountingMonitor(StatusMonitor):
             self.ticked.notify_all()
         return wait
 
-    def check_files(self, jobs: Sequence[Any]) -> set[str]:
+    def check_files(self, jobs: Sequence[Any], *read: Any) -> set[str]:
         self.looked.update(t.native_id for t in jobs)
-        return super().check_files(jobs)
+        return super().check_files(jobs, *read)
 
 
 class CountingSlurm(SlurmJobExecutor):
