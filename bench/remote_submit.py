@@ -230,11 +230,13 @@ def main() -> None:
     # and the baseline, a request each
     follows: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
     for r in range(args.rounds):
-        for one in ((True, False) if r % 2 == 0 else (False, True)):
-            follows[one].append(follow_round(args.follow, one))
+        for joined in ((True, False) if r % 2 == 0 else (False, True)):
+            follows[joined].append(follow_round(args.follow, joined))
     result["end_to_callback"] = follows[True][0]
+    one, apart = _tick_trips(follows[True]), _tick_trips(follows[False])
     result["tick_round_trips"] = {
-        "one_request": _tick_trips(follows[True]), "file_by_file": _tick_trips(follows[False]),
+        "one_request": one, "file_by_file": apart,
+        "ratio": round(one["mean"] / apart["mean"], 2) if apart["mean"] else None,
         "median_s": {"one_request": [f["median_s"] for f in follows[True]],
                      "file_by_file": [f["median_s"] for f in follows[False]]}}
     print(json.dumps(result))
