@@ -29,8 +29,8 @@ class Unreadable(ValueError):
 def read_notes_op(directory: str, offsets: Mapping[str, int], follow: Follow) -> ReadNotes:
     """The operation that reads the notes of ``directory`` (each file of ``offsets``
     from its offset) and what ``follow`` asks for."""
-    return ReadNotes(directory, tuple(offsets.items()), follow.jobs, follow.files,
-                     tuple(n for n in follow.names if followable(n)), follow.paths, follow.most)
+    return ReadNotes(directory, tuple(offsets.items()),
+                     follow._replace(names=tuple(n for n in follow.names if followable(n))))
 
 
 def split_notes(out: bytes, follow: Follow) -> Optional[NotesRead]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
+from ..executors.batch.host import Follow
 from .errors import RemoteCommandError, RemoteCommandNotFound
 
 __all__ = ["Op", "Run", "WriteFile", "ReadFile", "StatRead", "StatReadMany", "ReadNotes", "ListDir",
@@ -78,18 +79,15 @@ class ReadNotes:
     """A batch executor's change notes (executors/batch/changes.py) and the files of the
     jobs they name, in one operation, for a status tick: every regular file of
     ``directory`` (each named in ``offsets`` from its offset, the others from their
-    start), then, read after them, ``paths`` and the ``files`` of ``<jobs>/<name>`` for
-    each of ``names`` and of the first ``most`` names on the whole lines read. Processes:
-    a ``tail`` a notes file, two ``stat`` and two ``cat``. stdout: see
+    start), then, read after them, what ``follow`` asks for (its ``paths``, and its
+    ``files`` of ``<jobs>/<name>`` for each of its ``names``, which must be directory
+    names, and of its first ``most`` names on the whole lines read). Processes: a
+    ``tail`` a notes file, two ``stat`` and two ``cat``. stdout: see
     :func:`hpcjobs.remote.notes.split_notes`."""
 
     directory: Text
     offsets: tuple[tuple[Text, int], ...]
-    jobs: Text
-    files: tuple[Text, ...]
-    names: tuple[Text, ...] = ()
-    paths: tuple[Text, ...] = ()
-    most: int = 1000
+    follow: Follow
 
 
 @dataclass(frozen=True)

@@ -190,13 +190,14 @@ def _read_notes(op: ReadNotes, i: int) -> bytes:
     """:class:`ReadNotes` as operation ``i`` (its output: :func:`hpcjobs.remote.notes.split_notes`).
     The new bytes of the ``k``-th notes file are kept in ``$d/<i>.t<k>``: what is sent is
     what the names are read from, and stat of that copy gives its length."""
-    if op.most < 0 or any(o < 0 for _, o in op.offsets):
+    follow = op.follow
+    if follow.most < 0 or any(o < 0 for _, o in op.offsets):
         raise ValueError(f"ReadNotes: negative offset or count: {op!r}")
     directory = quote(op.directory, "path")
-    jobs = quote(op.jobs, "path")
-    files = [quote(f, "file name") for f in op.files]
-    given = [quote(p, "path") for p in op.paths]
-    given += [jobs + b"/" + quote(n, "name") + b"/" + f for n in op.names for f in files]
+    jobs = quote(follow.jobs, "path")
+    files = [quote(f, "file name") for f in follow.files]
+    given = [quote(p, "path") for p in follow.paths]
+    given += [jobs + b"/" + quote(n, "name") + b"/" + f for n in follow.names for f in files]
     offsets = [quote(n, "name") + b") o=%d ;;" % o for n, o in op.offsets]
     copy = b'"$d/%d.t' % i  # (a notes file's copy: its number and a quote follow)
     return b"\n".join([
@@ -220,7 +221,7 @@ def _read_notes(op: ReadNotes, i: int) -> bytes:
         b"while [ $i -le $k ]; do",
         b"while IFS= read -r n; do",
         b"case $n in '' | . | .. | */*) continue ;; esac",
-        b"if [ $m -ge %d ]; then break 2; fi" % op.most,
+        b"if [ $m -ge %d ]; then break 2; fi" % follow.most,
         b"m=$((m+1)); set -- \"$@\" " + b" ".join(jobs + b'/"$n"/' + f for f in files),
         b"done <" + copy + b"$i\"; i=$((i+1))",
         b"done",
