@@ -19,7 +19,7 @@ import psutil
 import pytest
 import remote_flux
 from real_flux import IN_CI, require_flux
-from ssh_login import Login, find_login
+from ssh_login import Login, find_login, find_node, relays_through
 
 from hpcjobs import Job, JobExecutor, JobSpec, JobState, JobStatus, ResourceSpecV1
 from hpcjobs.errors import BulkSubmitException, InvalidJobException, SubmitException
@@ -366,3 +366,48 @@ def test_hostile_arguments_and_environment_arrive_exactly(
     assert wait(job).state is JobState.COMPLETED, job.status
     home = os.path.expanduser(f"~{instance.user}")
     assert out.read_text().split("\0")[:-1] == [*HOSTILE, HOSTILE[1], home]
+
+
+# -- an instance on a node behind the login node (FluxConfig.node) --------------------------
+def test_an_instance_on_a_node_behind_the_login_node(
+        login: Login, instance: remote_flux.RemoteFluxInstance) -> None:
+    """FluxConfig.node names the node (the test's node is this machine again under
+    another name, reached by a second, real ssh login from the login node): submits go
+    through flux-core's ssh connector there, events through ``ssh node flux relay`` run
+    there; exit codes and a cancel arrive, and the relay is seen going through the node."""
+    node = find_node(login)
+    ex = JobExecutor.get_instance("flux", url=url(login, instance),
+                                  config=options(login, node=node))
+    try:
+        done, sleeper = Job(JobSpec("/bin/sh", ["-c", "exit 7"])), Job(JobSpec("/bin/sleep", ["600"]))
+        ex.submit(done)
+        ex.submit(sleeper)
+        sleeper.wait(timeout=TIMEOUT, target_states=JobState.ACTIVE)
+        assert relays_through(node, login.user), "no relay session through the node"
+        ex.cancel(sleeper)
+        assert wait(sleeper).state is JobState.CANCELED
+        status = wait(done)
+        assert status.state is JobState.FAILED and status.exit_code == 7, status
+    finally:
+        ex.close()
+
+
+def test_a_node_the_login_node_cannot_reach_is_named(
+        login: Login, instance: remote_flux.RemoteFluxInstance) -> None:
+    with pytest.raises(SubmitException, match="no-such-node.*FluxConfig.node"):
+        JobExecutor.get_instance("flux", url=url(login, instance),
+                                 config=options(login, node="no-such-node.invalid"))
+
+
+@pytest.mark.parametrize("node, words", [("-oProxyCommand=id", "FluxConfig.node"),
+                                         ("a b", "FluxConfig.node"), ("", "FluxConfig.node")])
+def test_a_node_ssh_could_misread_is_refused_before_any_connection(node: str, words: str) -> None:
+    require_flux()
+    with pytest.raises((TypeError, ValueError), match=words):
+        JobExecutor.get_instance("flux", url="ssh://login/tmp/s", config={"node": node})
+
+
+def test_a_node_without_a_socket_path_is_refused() -> None:
+    require_flux()
+    with pytest.raises(ValueError, match="names no socket"):
+        JobExecutor.get_instance("flux", url="ssh://login", config={"node": "n1"})

@@ -16,10 +16,18 @@ and the same round trip writes the package's files the jobs read
 (ranks.sh, cwd.lua, the launchers' scripts: ``jobspec.SHIPPED``) under
 ``~/.hpcjobs/flux/<digest>/`` there, in the package's layout (they find each other by
 relative paths), named by content so that versions side by side never clash. Anything missing is a clear error then, not later.
+
+An instance on a node behind the ssh host (``FluxConfig.node``: a pilot on a compute
+node) is reached from the ssh host the way flux-core reaches it: submits run there with
+``FLUX_URI=ssh://node/socket`` (flux-core's ssh connector, as the user of the ssh host),
+and the relay session runs ``ssh node flux relay <socket>`` there (the site's ssh, or
+``$FLUX_SSH`` of a login there; the ``flux`` command at the same path on the node, as on
+a cluster's shared software tree). Nothing is installed on either host.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import os
@@ -33,7 +41,7 @@ from ...remote.login import PROBE, read_login
 from ...remote.ops import MakeDirs, Op, Result, Run, WriteFile
 from ...remote.shared import CONNECTIONS
 from ...remote.tunnel import StdioTunnel, plain_words
-from ...remote.url import SshTarget
+from ...remote.url import SshTarget, parse_ssh_url
 from .config import FluxConfig
 from .jobspec import SHIPPED, FluxSite, shipped_name
 
@@ -42,10 +50,11 @@ __all__ = ["RemoteFlux"]
 log = logging.getLogger(__name__)
 
 #: run with ``sh -c`` on the remote host, arguments: the flux command ('' to look for
-#: it) and the socket ('' for the system instance). Prints the directory a login starts
-#: in, the flux command and the socket, one a line.
+#: it), the socket ('' for the system instance) and the ``ssh://[user@]node`` the socket
+#: is on ('' for this host). Prints the directory a login starts in, the flux command
+#: and the socket, one a line.
 _SURVEY = r"""
-flux=$1 sock=$2
+flux=$1 sock=$2 node=$3
 if [ -z "$flux" ]; then
   # flux-core's rundir of an instance has a bin/flux beside its socket
   if [ -n "$sock" ] && [ -x "${sock%/*}/bin/flux" ]; then flux=${sock%/*}/bin/flux
@@ -60,7 +69,13 @@ if [ -z "$sock" ]; then
   rundir=$("$flux" config builtin rundir) || exit 3
   sock=$rundir/local
 fi
-[ -S "$sock" ] || { echo "no Flux instance there: $sock is not a socket" >&2; exit 4; }
+if [ -n "$node" ]; then
+  # the socket is on the node: the instance answers through flux-core's ssh connector
+  FLUX_URI=$node$sock "$flux" uptime >/dev/null ||
+    { echo "no Flux instance answers at $node$sock" >&2; exit 4; }
+else
+  [ -S "$sock" ] || { echo "no Flux instance there: $sock is not a socket" >&2; exit 4; }
+fi
 pwd && printf '%s\n%s\n' "$flux" "$sock"
 """
 #: seconds a round trip of submits may take for each job it carries, above the first 120
@@ -75,6 +90,7 @@ class RemoteFlux:
 
     def __init__(self, target: SshTarget, config: FluxConfig, name: str) -> None:
         self.target = target
+        self.node = node_target(config.node, target)  # (refused before any login)
         # a relay that logged in but never answers (a frozen broker there) would block
         # flux.Flux() for ever: its session is ended after this long
         self.answer_timeout = config.connect_timeout * 2 + 5
@@ -88,17 +104,34 @@ class RemoteFlux:
             if flux:
                 plain_words([flux], f"the flux command for {target}")
             self.site, self.userid, self.socket = self._survey(flux, target.path or "")
-            self.tunnel = StdioTunnel(self.connection, [self.site.flux, "relay", self.socket],
-                                      f"{name}-tunnel")
+            self.tunnel = StdioTunnel(self.connection, self._relay(), f"{name}-tunnel")
         except BaseException:
             self._release()
             raise
+
+    @property
+    def uri(self) -> str:
+        """The instance's URI for a flux command run on the ssh host."""
+        if self.node is None:
+            return f"local://{self.socket}"
+        return str(dataclasses.replace(self.node, path=self.socket))
+
+    def _relay(self) -> list[str]:
+        """The command the ssh host runs for one relay session: ``flux relay`` there, or
+        on the node through the ssh host's own ssh (never asking for a password: a
+        prompt nobody answers would hang the session)."""
+        relay = [self.site.flux, "relay", self.socket]
+        if self.node is None:
+            return relay
+        ssh = (self.site.environ.get("FLUX_SSH") or "ssh").split()
+        return [*ssh, "-o", "BatchMode=yes", *self.node.ssh_args(), *relay]
 
     def _survey(self, flux: str, socket: str) -> tuple[FluxSite, str, str]:
         files = {shipped_name(path): path.read_bytes() for path in SHIPPED}
         digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
         folder = f".hpcjobs/flux/{digest}"  # (relative: to the home a login starts in)
-        ops: list[Op] = [Run(["sh", "-c", _SURVEY, "sh", flux, socket]), *PROBE]
+        node = str(self.node) if self.node is not None else ""
+        ops: list[Op] = [Run(["sh", "-c", _SURVEY, "sh", flux, socket, node]), *PROBE]
         for name in sorted({os.path.dirname(name) for name in files}):
             ops.append(MakeDirs(f"{folder}/{name}", 0o700))
         ops += [WriteFile(f"{folder}/{name}", data, 0o644) for name, data in files.items()]
@@ -126,6 +159,11 @@ class RemoteFlux:
             return RemoteCommandError(
                 f"{self.target}: no flux command on the remote host ({said}); set "
                 "FluxConfig.flux_command (or $FLUX_SSH_RCMD) to its path there", survey)
+        if survey.returncode == _NO_INSTANCE and self.node is not None:
+            return RemoteCommandError(
+                f"{self.target}: {said} (the URL's path on FluxConfig.node "
+                f"{self.node.host!r}: the remote host reaches it with its own ssh, by that "
+                "name, without a password, and the instance's socket is there)", survey)
         if survey.returncode == _NO_INSTANCE:
             where = ("the system instance's socket" if not socket
                      else "the URL's path")
@@ -175,7 +213,7 @@ class RemoteFlux:
         all in ONE round trip: for each, the job's id as printed, or the
         InvalidJobException of a job Flux refuses, or the SubmitException of one it
         did not take (or that may have been taken: the connection broke)."""
-        runs: list[Op] = [Run(["env", f"FLUX_URI=local://{self.socket}", self.site.flux, "job",
+        runs: list[Op] = [Run(["env", f"FLUX_URI={self.uri}", self.site.flux, "job",
                                "submit", f"--urgency={urgency}"], input=jobspec.encode())
                           for jobspec, urgency in jobs]
         try:
@@ -214,3 +252,14 @@ class RemoteFlux:
             self._released = True
             CONNECTIONS.release(self.connection)
 
+
+def node_target(node: Optional[str], target: SshTarget) -> Optional[SshTarget]:
+    """FluxConfig.node (checked there) as a target the ssh host connects to (None: no
+    node); ValueError without the socket's path."""
+    if node is None:
+        return None
+    if target.path is None:
+        raise ValueError(f"FluxConfig.node {node!r}: the URL {target} names no socket; "
+                         "an instance on a node is reached at its socket's path there "
+                         "(ssh://host/path)")
+    return parse_ssh_url(f"ssh://{node}")
