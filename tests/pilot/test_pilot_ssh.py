@@ -5,8 +5,12 @@ tests), with the real flux-core inside; its URI read back over ssh, and the jobs
 run through the Flux executor over the same ssh connection.
 
 What it exercises: the pilot's node is the login node itself (one machine), so its
-Flux socket is reached by ``flux relay`` run on the login node. Not exercised: a pilot
-on a compute node behind the login node (refused, docs/pilot.md).
+Flux socket is reached by ``flux relay`` run on the login node. A pilot on a node behind
+the login node is exercised by naming the node otherwise (``PilotConfig.node_name``: the
+test node of tests/ssh_login.py, this machine again under another name): the client
+then goes on from the login node by a second, real ssh login, as it would to a compute
+node; what stays untested is a node that is another machine (its own sshd, /tmp and
+name resolution).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
@@ -25,7 +30,7 @@ from typing import Any
 
 import pytest
 from pilot_support import CORES, WAIT, flux_problem, pbs_command
-from ssh_login import IN_CI, Login, find_login
+from ssh_login import IN_CI, Login, find_login, find_node, relays_through
 
 from hpcjobs import Job, JobExecutor, JobSpec, JobState
 from hpcjobs.errors import BulkSubmitException
@@ -369,3 +374,50 @@ def test_no_flux_there_is_refused_before_anything_is_submitted(
 def test_a_url_it_cannot_serve_is_refused(url: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         JobExecutor.get_instance("pilot", url=url, config={"backend": "slurm"})
+
+
+def test_a_pilot_on_a_node_behind_the_login_node(request: pytest.FixtureRequest,
+                                                 make_pilot: MakePilot, login: Login,
+                                                 remote_dir: str) -> None:
+    """The pilot's node is named otherwise than the login node (PilotConfig.node_name):
+    its Flux is reached from the login node by ssh to that name (flux-core's connector
+    for submits and for stopping it, ``ssh node flux relay`` for events); jobs run with
+    their exit codes, a relay through the node is seen, close() ends the pilot
+    COMPLETED (asked to stop through the node)."""
+    require("slurm", request)
+    node = find_node(login)
+    ex = make_pilot("slurm", node_name=node)
+    jobs = [Job(JobSpec("/bin/sh", ["-c", f"sleep 2; exit {code}"])) for code in (0, 3)]
+    for job in jobs:
+        ex.submit(job)
+    jobs[0].wait(timeout=WAIT, target_states=JobState.ACTIVE)
+    assert relays_through(node, login.user), "no relay session through the node"
+    statuses = [job.wait(timeout=WAIT) for job in jobs]
+    assert [(s.state, s.exit_code) for s in statuses if s] == [
+        (JobState.COMPLETED, 0), (JobState.FAILED, 3)], statuses
+    ex.close()
+    assert ex.pilot_status.state is JobState.COMPLETED, ex.pilot_status
+
+
+def test_a_node_the_login_node_cannot_reach(request: pytest.FixtureRequest,
+                                            make_pilot: MakePilot) -> None:
+    """The pilot's node named by a name the login node cannot reach: the pilot is
+    cancelled and its waiting job ends FAILED saying its Flux cannot be reached, no hang."""
+    require("slurm", request)
+    ex = make_pilot("slurm", node_name="no-such-node.invalid")
+    job = Job(JobSpec("/bin/true"))
+    ex.submit(job)
+    status = job.wait(timeout=WAIT)
+    assert status is not None and status.state is JobState.FAILED, status
+    assert "cannot be reached" in (status.message or "") \
+        and "no-such-node.invalid" in (status.message or ""), status.message
+    deadline = time.monotonic() + WAIT  # (a guard: the cancel reaches the scheduler)
+    while not ex.pilot_status.state.final and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert ex.pilot_status.state is JobState.CANCELED, ex.pilot_status
+
+
+def test_a_node_name_ssh_could_misread_is_refused() -> None:
+    with pytest.raises(ValueError, match="PilotConfig.node_name"):
+        JobExecutor.get_instance("pilot", url="ssh://login",
+                                 config={"backend": "slurm", "node_name": "-oProxyCommand=id"})

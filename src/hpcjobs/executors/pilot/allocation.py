@@ -375,21 +375,23 @@ class Allocation:
     def _reach(self, local_uri: str, node: str) -> tuple[str, str, Mapping[str, Any]]:
         """From the URI the broker gave on ``node``: the URI a flux command on the host
         uses, and the URL and config of a Flux executor of this process on it."""
+        address = node_address(self._config.node_name, node)
         if not self.remote:
-            uri = reachable_uri(local_uri, node, (socket.gethostname(), os.uname().nodename))
+            uri = reachable_uri(local_uri, address,
+                                (socket.gethostname(), os.uname().nodename))
             return uri, uri, {}
         assert self._url is not None
+        if not local_uri.startswith("local://"):
+            raise ValueError(f"its Flux gave the URI {local_uri!r}, not a local:// socket")
         login = self.host.run(["uname", "-n"], timeout=_FLUX_TIMEOUT).stdout.strip()
-        uri = reachable_uri(local_uri, node, (login,))
+        uri = reachable_uri(local_uri, address, (login,))
+        config = {"ssh_options": list(self._config.ssh_options), "flux_command": self._flux}
         if not uri.startswith("local://"):
-            # the Flux executor's ssh:// URL names a socket on the ssh host itself
-            raise ValueError(
-                f"its Flux runs on node {node!r}, not on {login!r} (the host of {self._url}), "
-                "and a Flux instance on a node behind the ssh host cannot be reached over "
-                "ssh yet (docs/pilot.md)")
-        url = str(dataclasses.replace(parse_ssh_url(self._url), path=uri[len("local://"):]))
-        return uri, url, {"ssh_options": list(self._config.ssh_options),
-                          "flux_command": self._flux}
+            # on a node behind the login node: the Flux executor goes on from there
+            config["node"] = address
+        url = str(dataclasses.replace(parse_ssh_url(self._url),
+                                      path=local_uri[len("local://"):]))
+        return uri, url, config
 
     def _why_from_files(self, status: str, signals: list[str]) -> str:
         what = f"the pilot ({self._config.backend} job {self.native_id})"
@@ -402,6 +404,19 @@ class Allocation:
             return f"{what} was closed: {stopping}"
         return (f"{what} ended: its Flux instance exited with status {status} (its broker "
                 f"died or failed){self._log_tail()}")
+
+
+def node_address(template: str | None, node: str) -> str:
+    """The name a host reaches the pilot's ``node`` by: PilotConfig.node_name with
+    ``{node}`` standing for the node's own name, or that name; ValueError if ssh could
+    misread it (the node's name is the pilot's word, not ours)."""
+    address = node if template is None else template.replace("{node}", node)
+    try:
+        parse_ssh_url(f"ssh://{address}")
+    except ValueError as e:
+        raise ValueError(f"the pilot's node is named {address!r}, which cannot be given to "
+                         f"ssh ({e})") from None
+    return address
 
 
 def reachable_uri(local_uri: str, node: str, here: tuple[str, ...]) -> str:

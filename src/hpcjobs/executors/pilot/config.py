@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal, Optional
 
 from ...executor import JobExecutorConfig
+from ...remote.url import parse_ssh_url
 
 __all__ = ["PilotConfig", "ON_CLOSE"]
 
@@ -33,7 +34,12 @@ class PilotConfig(JobExecutorConfig):
     before the pilot counts as failed. ``flux_test_size``: run the instance as ``flux
     start --test-size=N``, N brokers on the pilot's one node that Flux takes for N
     nodes, each with all of the node's cores: multi-node jobs on one machine, to try
-    a workflow or test it, not to run faster (the brokers share the node)."""
+    a workflow or test it, not to run faster (the brokers share the node).
+    ``node_name``: the name by which the batch executor's host (this machine, or the
+    ``ssh://`` URL's login node) reaches the pilot's node over ssh, in place of the
+    name the node gives itself (``uname -n``); ``{node}`` in it stands for that name
+    (e.g. ``{node}-ib``). A name other than the host's own means the instance is
+    behind it, reached by a second ssh hop (docs/pilot.md)."""
 
     backend: str = "slurm"
     node_count: int = 1
@@ -48,6 +54,7 @@ class PilotConfig(JobExecutorConfig):
     flux: Optional[Path] = None
     start_timeout: float = 300.0
     flux_test_size: Optional[int] = None
+    node_name: Optional[str] = None
 
     @property
     def flux_nodes(self) -> int:
@@ -73,6 +80,15 @@ class PilotConfig(JobExecutorConfig):
                 or self.flux_test_size < 1):
             raise ValueError(f"PilotConfig.flux_test_size: a positive int or None, not "
                              f"{self.flux_test_size!r}")
+        if self.node_name is not None:
+            if not isinstance(self.node_name, str) or not self.node_name:
+                raise ValueError(f"PilotConfig.node_name: a host name (with '{{node}}' for "
+                                 f"the node's own) or None, not {self.node_name!r}")
+            try:
+                parse_ssh_url("ssh://" + self.node_name.replace("{node}", "node"))
+            except ValueError as e:
+                raise ValueError(f"PilotConfig.node_name: {self.node_name!r} is not "
+                                 f"[user@]host[:port] ({e})") from None
         if self.cores_per_node is not None and (not isinstance(self.cores_per_node, int)
                                                 or self.cores_per_node < 1):
             raise ValueError(f"PilotConfig.cores_per_node: a positive int or None, "
