@@ -8,6 +8,7 @@ unreachable host, a refused login, a changed host key, no flux and no instance t
 from __future__ import annotations
 
 import os
+import pwd
 import signal
 import subprocess
 import time
@@ -374,7 +375,8 @@ def test_an_instance_on_a_node_behind_the_login_node(
     """FluxConfig.node names the node (the test's node is this machine again under
     another name, reached by a second, real ssh login from the login node): submits go
     through flux-core's ssh connector there, events through ``ssh node flux relay`` run
-    there; exit codes and a cancel arrive, and the relay is seen going through the node."""
+    there (node_ssh.sh: one shared connection to the node); exit codes and a cancel
+    arrive, and the relay is seen going through the node."""
     node = find_node(login)
     ex = JobExecutor.get_instance("flux", url=url(login, instance),
                                   config=options(login, node=node))
@@ -384,6 +386,9 @@ def test_an_instance_on_a_node_behind_the_login_node(
         ex.submit(sleeper)
         sleeper.wait(timeout=TIMEOUT, target_states=JobState.ACTIVE)
         assert relays_through(node, login.user), "no relay session through the node"
+        # the logins to the node share one connection, its socket in the user's directory
+        shared = Path(f"/tmp/hpcjobs-node-ssh-{pwd.getpwnam(login.user).pw_uid}")
+        assert any(path.is_socket() for path in shared.iterdir()), list(shared.iterdir())
         ex.cancel(sleeper)
         assert wait(sleeper).state is JobState.CANCELED
         status = wait(done)

@@ -20,9 +20,11 @@ relative paths), named by content so that versions side by side never clash. Any
 An instance on a node behind the ssh host (``FluxConfig.node``: a pilot on a compute
 node) is reached from the ssh host the way flux-core reaches it: submits run there with
 ``FLUX_URI=ssh://node/socket`` (flux-core's ssh connector, as the user of the ssh host),
-and the relay session runs ``ssh node flux relay <socket>`` there (the site's ssh, or
-``$FLUX_SSH`` of a login there; the ``flux`` command at the same path on the node, as on
-a cluster's shared software tree). Nothing is installed on either host.
+and the relay session runs ``ssh node flux relay <socket>`` there (the ``flux`` command
+at the same path on the node, as on a cluster's shared software tree). Both go through
+node_ssh.sh, written beside the jobs' files: the site's ssh (or ``$FLUX_SSH`` of a login
+there) with one shared connection per node, since flux-core's connector logs in anew
+for every command (a submit). Nothing is installed on either host.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import logging
 import os
 import threading
 import time
+from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
 from ...errors import InvalidJobException, SubmitException
@@ -80,6 +83,9 @@ pwd && printf '%s\n%s\n' "$flux" "$sock"
 """
 #: seconds a round trip of submits may take for each job it carries, above the first 120
 _SUBMIT_EACH = 1.0
+#: the ssh to a node behind the ssh host (module docstring), written beside the jobs' files
+_NODE_SSH = "node_ssh.sh"
+_NODE_SSH_BODY = (Path(__file__).parent / _NODE_SSH).read_bytes()
 #: the survey's exit codes: the flux command is missing; no instance at the socket
 _NO_FLUX, _NO_INSTANCE = 127, 4
 
@@ -109,22 +115,31 @@ class RemoteFlux:
             self._release()
             raise
 
-    @property
-    def uri(self) -> str:
-        """The instance's URI for a flux command run on the ssh host."""
+    def _flux_env(self) -> list[str]:
+        """``env`` and the variables of a flux command run on the ssh host: the
+        instance's URI there, and the ssh to the node flux-core's connector runs."""
         if self.node is None:
-            return f"local://{self.socket}"
-        return str(dataclasses.replace(self.node, path=self.socket))
+            return ["env", f"FLUX_URI=local://{self.socket}"]
+        uri = dataclasses.replace(self.node, path=self.socket)
+        return ["env", *self._node_ssh_env(), f"FLUX_SSH={self._node_ssh}", f"FLUX_URI={uri}"]
+
+    def _node_ssh_env(self) -> list[str]:
+        # (flux-core runs $FLUX_SSH as one program: the site's, if set, is one word)
+        ssh = self.site.environ.get("FLUX_SSH") or "ssh"
+        plain_words([ssh], f"$FLUX_SSH at {self.target}")
+        return [f"HPCJOBS_FLUX_SSH={ssh}"]
+
+    @property
+    def _node_ssh(self) -> str:
+        return f"{self.site.package}/{_NODE_SSH}"
 
     def _relay(self) -> list[str]:
         """The command the ssh host runs for one relay session: ``flux relay`` there, or
-        on the node through the ssh host's own ssh (never asking for a password: a
-        prompt nobody answers would hang the session)."""
+        on the node through node_ssh.sh."""
         relay = [self.site.flux, "relay", self.socket]
         if self.node is None:
             return relay
-        ssh = (self.site.environ.get("FLUX_SSH") or "ssh").split()
-        return [*ssh, "-o", "BatchMode=yes", *self.node.ssh_args(), *relay]
+        return ["env", *self._node_ssh_env(), self._node_ssh, *self.node.ssh_args(), *relay]
 
     def _survey(self, flux: str, socket: str) -> tuple[FluxSite, str, str]:
         files = {shipped_name(path): path.read_bytes() for path in SHIPPED}
@@ -135,6 +150,8 @@ class RemoteFlux:
         for name in sorted({os.path.dirname(name) for name in files}):
             ops.append(MakeDirs(f"{folder}/{name}", 0o700))
         ops += [WriteFile(f"{folder}/{name}", data, 0o644) for name, data in files.items()]
+        if self.node is not None:
+            ops.append(WriteFile(f"{folder}/{_NODE_SSH}", _NODE_SSH_BODY, 0o755))
         results = self.connection.batch(ops, timeout=60, retry=True, guard=1)
         survey, probed = results[0], results[1:1 + len(PROBE)]
         if not survey.ok:
@@ -213,7 +230,7 @@ class RemoteFlux:
         all in ONE round trip: for each, the job's id as printed, or the
         InvalidJobException of a job Flux refuses, or the SubmitException of one it
         did not take (or that may have been taken: the connection broke)."""
-        runs: list[Op] = [Run(["env", f"FLUX_URI={self.uri}", self.site.flux, "job",
+        runs: list[Op] = [Run([*self._flux_env(), self.site.flux, "job",
                                "submit", f"--urgency={urgency}"], input=jobspec.encode())
                           for jobspec, urgency in jobs]
         try:
