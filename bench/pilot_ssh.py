@@ -25,8 +25,14 @@ The line ends with the medians over the rounds, min-max spreads and the ratios
 ``ssh_over_local`` and ``many_over_loop`` of the rates. Needs the batch system,
 ``flux`` on PATH with its bindings, and the login node.
 
+With ``--node NAME`` each round also makes a third pilot over ssh whose node is named
+NAME (PilotConfig.node_name: the test node behind the login node, scripts/sshd.sh), so
+its Flux is reached by a second ssh hop from the login node; ``node_over_ssh`` is its
+rate over the one-hop pilot's of the same round (no bursts after it runs).
+
     .venv/bin/python bench/pilot_ssh.py [--jobs 200] [--rounds 2] [--burst 100]
                                         [--after 2] [--backend slurm|pbs]
+                                        [--node hpcjobs-test-node]
 """
 
 from __future__ import annotations
@@ -101,14 +107,14 @@ def after_running(ex: PilotJobExecutor, jobs: int, rounds: int) -> dict[str, lis
 
 
 def one(backend: str, jobs: int, url: str | None, work: str,
-        after: tuple[int, int] = (0, 0)) -> dict[str, Any]:
+        after: tuple[int, int] = (0, 0), node: str | None = None) -> dict[str, Any]:
     config: dict[str, Any] = {
         "backend": backend, "cores_per_node": 4, "walltime": timedelta(minutes=30),
         "memory_per_node": 2 << 30, "work_directory": f"{work}/pilot",
         "backend_config": {"work_directory": f"{work}/{backend}"}}
     if url is not None:
         config.update(ssh_options=["-F", os.environ["HPCJOBS_TEST_SSH_CONFIG"]],
-                      flux=shutil.which("flux"))
+                      flux=shutil.which("flux"), node_name=node)
     ex = JobExecutor.get_instance("pilot", url=url, config=config)
     assert isinstance(ex, PilotJobExecutor)
     first_active: list[float] = []
@@ -156,6 +162,7 @@ def main() -> None:
     parser.add_argument("--after", type=int, default=2,
                         help="bursts of each kind per pilot over ssh (0: none)")
     parser.add_argument("--backend", choices=("slurm", "pbs"), default="slurm")
+    parser.add_argument("--node", help="also a pilot behind the login node, on this node")
     args = parser.parse_args()
     url = f"ssh://{os.environ['HPCJOBS_TEST_SSH_HOST']}"
     rounds: list[dict[str, Any]] = []
@@ -167,14 +174,23 @@ def main() -> None:
             over = one(args.backend, args.jobs, url, f"{remote_dir}/{i}",
                        (args.burst, args.after))
             rounds.append({"local": here, "ssh": over})
+            if args.node:
+                rounds[-1]["node"] = one(args.backend, args.jobs, url,
+                                         f"{remote_dir}/{i}-node", node=args.node)
             print(json.dumps({"round": i, **rounds[-1]}), file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(local_dir, ignore_errors=True)
         with SshConnection(parse_ssh_url(url), ["-F", os.environ["HPCJOBS_TEST_SSH_CONFIG"]]) as c:
             c.run(["sh", "-c", 'rm -rf "$HOME/$1"', "sh", remote_dir])
-    rates = {side: [r[side]["jobs_per_s"] for r in rounds] for side in ("local", "ssh")}
+    sides = ("local", "ssh", "node") if args.node else ("local", "ssh")
+    rates = {side: [r[side]["jobs_per_s"] for r in rounds] for side in sides}
     firsts = {side: [r[side]["running_to_first_active_s"] for r in rounds]
-              for side in ("local", "ssh")}
+              for side in sides}
+    if args.node:
+        after_node = {"node_over_ssh": spread(
+            [round(r["node"]["jobs_per_s"] / r["ssh"]["jobs_per_s"], 3) for r in rounds])}
+    else:
+        after_node = {}
     ratios = [r["ssh"]["jobs_per_s"] / r["local"]["jobs_per_s"] for r in rounds]
     bursts = {kind: [b for r in rounds for b in r["ssh"].get("after_running", {}).get(kind, [])]
               for kind in ("loop", "submit_many")}
@@ -195,7 +211,7 @@ def main() -> None:
         "ssh_over_local": spread([round(r, 3) for r in ratios]),
         "round_trips": spread([r["ssh"]["round_trips"] for r in rounds]),
         "logins": spread([r["ssh"]["logins"] for r in rounds]),
-        "after_running": after}))
+        "after_running": after, **after_node}))
 
 
 if __name__ == "__main__":
