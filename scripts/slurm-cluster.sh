@@ -60,6 +60,9 @@ retry() {
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 munge_ok() { munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; }
 node_state() { sinfo -h -N -o '%t' 2>/dev/null | head -1 || true; }
+# a node that takes jobs: "plnd" (and a "-" suffix) is a node the backfill scheduler has
+# planned for a pending job, as when a whole-node job (a pilot) holds it
+serving() { case "${1%-}" in idle|mix|alloc|comp|plnd) return 0 ;; *) return 1 ;; esac; }
 # a daemon we started and that is still alive (its pid file is the daemon's own)
 ours_alive() { [ -f "$RUN_DIR/$1.ours" ] && pid_of "$1" "$2" >/dev/null; }
 
@@ -273,8 +276,8 @@ wait_idle() {
   local state="" i
   for ((i = 0; i < TIMEOUT * 5; i++)); do
     state=$(node_state)
+    serving "$state" && return 0
     case "$state" in
-      idle|mix|alloc|comp) return 0 ;;
       # a node that was down when slurmctld restarted stays down until resumed
       down*|drain*|drng*) scontrol update nodename="$(hostname -s)" state=resume >/dev/null 2>&1 || true ;;
     esac
@@ -323,7 +326,7 @@ cmd_status() {
   local state
   state=$(node_state)
   echo "node: ${state:-unknown}"
-  case "$state" in idle|mix|alloc|comp) ;; *) ok=1 ;; esac
+  serving "$state" || ok=1
   return $ok
 }
 
