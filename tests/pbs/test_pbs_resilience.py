@@ -17,6 +17,7 @@ from hpcjobs import (InvalidJobException, Job, JobAttributes, JobExecutor, JobSp
                      ResourceSpecV1, SubmitException)
 
 from pbs_helpers import WAIT, qstat, qsub, run, shim, wait_until
+from pbs_restart import restarting
 
 HOSTILE = "it's \"$HOME\" `id` $(id) \\ ; & | * ~ %j é @:=,\nline2"
 
@@ -186,16 +187,17 @@ def test_the_server_restarted_mid_run(executor: JobExecutor) -> None:
     job = Job(JobSpec("/bin/sh", ["-c", "sleep 15; exit 3"]))
     executor.submit(job)
     assert job.wait(timeout=WAIT, target_states=JobState.ACTIVE) is not None
-    run("qterm", "-t", "quick")  # the server stops; the MoM keeps the job running
-    try:
-        down = Job(JobSpec("/bin/true"))
-        with pytest.raises(SubmitException) as refused:
-            executor.submit(down)
-        assert refused.value.transient
-        time.sleep(5)  # status queries fail meanwhile: nothing may change
-        assert job.status.state is JobState.ACTIVE
-    finally:
-        subprocess.run(restart, shell=True, check=True, capture_output=True, timeout=120)
+    with restarting():  # (other test groups' server checks wait this out)
+        run("qterm", "-t", "quick")  # the server stops; the MoM keeps the job running
+        try:
+            down = Job(JobSpec("/bin/true"))
+            with pytest.raises(SubmitException) as refused:
+                executor.submit(down)
+            assert refused.value.transient
+            time.sleep(5)  # status queries fail meanwhile: nothing may change
+            assert job.status.state is JobState.ACTIVE
+        finally:
+            subprocess.run(restart, shell=True, check=True, capture_output=True, timeout=120)
     # A restarted server may find the running job out of step with its MoM: it discards
     # it ("Discard running job, state mismatch" in server_logs) and requeues it once the
     # MoM has let go. The scheduler would run it again only at its next cycle
