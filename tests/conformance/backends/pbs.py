@@ -12,7 +12,6 @@ from typing import Optional
 
 from hpcjobs import JobExecutor
 from hpcjobs.executors.pbs import pbs_exec_bin
-from pbs_restart import wait_for_restart
 
 NAME = "pbs"
 LAUNCHERS = ["single", "multiple", "mpirun"]
@@ -30,6 +29,8 @@ def unavailable() -> Optional[str]:
     p = subprocess.run([qstat, "-B"], capture_output=True, text=True, timeout=60)
     if p.returncode != 0:
         # another test group may be restarting the server on purpose: wait that out
+        # (imported here: a job's subprocess loads this module without tests/ on its path)
+        from pbs_restart import wait_for_restart
         wait_for_restart()
         p = subprocess.run([qstat, "-B"], capture_output=True, text=True, timeout=60)
     return None if p.returncode == 0 else f"no PBS server answers: {p.stderr.strip()}"
