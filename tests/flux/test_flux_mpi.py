@@ -79,7 +79,9 @@ def ranks_of(mpi_jobs: dict[str, tuple[Job, Path]],
     job, scratch = mpi_jobs[name]
     status = job.wait(timeout=WAIT)
     assert status is not None, f"job {job.native_id} did not end"
-    assert status.state is JobState.COMPLETED, (status, (scratch / "err").read_text())
+    # the job's stderr first: pytest cuts a long message, and the status's repr is long
+    assert status.state is JobState.COMPLETED, \
+        f"{(scratch / 'err').read_text()[-1500:]!r} -- {status.state}, {status.message}"
     lines = [line.split() for line in (scratch / "out").read_text().splitlines()]
     return sorted((int(r), int(n), int(s), broker) for r, n, s, broker in lines)
 
