@@ -18,10 +18,10 @@ alternating rounds (host, ssh, ssh, host, ...), each figure against its baseline
   median and spread (target <= 1.5 s), and the round trips per second while they run,
   beside the monitor's ticks per second;
 * ``tick_round_trips``: in the same follow rounds, the round trips of each monitor tick
-  that saw jobs change (its read of the change notes, then of those jobs' files; target:
-  1), against the baseline of the same rounds with the notes read as on this machine
-  (the files after the notes, a request each), alternated; the scheduler's status
-  queries, which some ticks also send, are counted apart.
+  that saw jobs change (its read of the change notes, then of those jobs' files), and
+  of each that ran a status query (``querying_ticks``; target: 1 each), against the
+  baseline of the same rounds with the notes read as on this machine (the files after
+  the notes, a request each, and the query in its own), alternated.
 
 Each round's jobs are cancelled after it (``scancel`` through the same executor). Prints
 one JSON line. The round trips are printed beside the rates, so a WAN figure can be
@@ -92,52 +92,60 @@ def raw_sbatch_ms(remote: bool, n: int = 50) -> float:
 
 
 class Ticks:
-    """The round trips of each tick that took change notes while ``counting`` (set it
-    once no other thread sends: a submit's round trip would count)."""
+    """The round trips of each monitor tick while ``counting`` (set it once no other
+    thread sends: a submit's round trip would count), from one read of the change notes
+    to the next: those of the ticks that took notes, and of those that ran a scheduler
+    command (a status query)."""
 
     def __init__(self) -> None:
         self.counting = False
         self.trips: list[int] = []
+        self.query_trips: list[int] = []
+        self.commands = 0  # scheduler commands run (sent, or gone ahead with a read)
 
 
 @contextlib.contextmanager
 def tick_spy(ex: JobExecutor, one_request: bool) -> Iterator[Ticks]:
-    """Counts the round trips of each tick that takes change notes: its read of the
-    notes, then its look at the noted jobs' files. With ``one_request`` False, the notes
-    are read as on this machine (the baseline: the files after the notes, apart)."""
+    """Counts each tick's round trips. With ``one_request`` False, the notes are read as
+    on this machine (the baseline: the files after the notes, apart, and a due status
+    query in a round trip of its own)."""
     from hpcjobs.executors.batch import Host
     from hpcjobs.executors.batch.changes import ChangeNotes
-    from hpcjobs.executors.batch.monitor import StatusMonitor
     from hpcjobs.remote import SshHost
-    connection = getattr(ex, "host").connection
+    host = getattr(ex, "host")
+    connection = host.connection
     ticks = Ticks()
-    taking: dict[str, int] = {}
-    take, check, read = ChangeNotes.take_and_read, StatusMonitor.check_files, SshHost.read_notes
+    tick: dict[str, Any] = {}  # the tick under way: round trips and commands at its start
+    take, read, ahead, run = (ChangeNotes.take_and_read, SshHost.read_notes,
+                              SshHost.run_ahead, host.run)
 
     def spy_take(self: ChangeNotes, *args: Any) -> Any:
-        before = connection.round_trips
+        now = connection.round_trips
+        if tick and ticks.counting:  # (the last tick ended where this one starts)
+            if tick["names"]:
+                ticks.trips.append(now - tick["trips"])
+            if ticks.commands > tick["commands"]:
+                ticks.query_trips.append(now - tick["trips"])
         names, found = take(self, *args)
-        if names and ticks.counting:
-            taking["tick"] = before
+        tick.update(trips=now, commands=ticks.commands, names=bool(names))
         return names, found
 
-    def spy_check(self: StatusMonitor, *args: Any) -> Any:
-        ended = check(self, *args)
-        before = taking.pop("tick", None)
-        if before is not None:
-            ticks.trips.append(connection.round_trips - before)
-        return ended
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        ticks.commands += 1
+        return run(*args, **kwargs)
 
     setattr(ChangeNotes, "take_and_read", spy_take)
-    setattr(StatusMonitor, "check_files", spy_check)
+    host.run = counted
     if not one_request:
         setattr(SshHost, "read_notes", Host.read_notes)
+        setattr(SshHost, "run_ahead", Host.run_ahead)
     try:
         yield ticks
     finally:
         setattr(ChangeNotes, "take_and_read", take)
-        setattr(StatusMonitor, "check_files", check)
         setattr(SshHost, "read_notes", read)
+        setattr(SshHost, "run_ahead", ahead)
+        host.run = run
 
 
 def follow_round(n: int, one_request: bool = True) -> dict[str, Any]:
@@ -152,26 +160,19 @@ def follow_round(n: int, one_request: bool = True) -> dict[str, Any]:
             with lock:
                 done[job.id] = time.time()
 
-    with executor(True) as ex, tick_spy(ex, one_request) as ticks:
+    with executor(True) as ex:
         ex.set_job_status_callback(callback)
-        host = getattr(ex, "host")
-        commands = [0]  # round trips of scheduler commands (status queries)
-        run = host.run
-
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            commands[0] += 1
-            return run(*args, **kwargs)
-
         jobs = [Job(JobSpec("/bin/sleep", ["2"])) for _ in range(n)]
         for job in jobs:
             ex.submit(job)
-        host.run = counted
-        ticks.counting = True
-        t0, trips0 = time.monotonic(), round_trips(ex)
-        for job in jobs:
-            job.wait(timeout=600)
-        seconds, trips = time.monotonic() - t0, round_trips(ex) - trips0
-        host.run = run
+        with tick_spy(ex, one_request) as ticks:
+            ticks.counting = True
+            t0, trips0 = time.monotonic(), round_trips(ex)
+            for job in jobs:
+                job.wait(timeout=600)
+            seconds, trips = time.monotonic() - t0, round_trips(ex) - trips0
+            ticks.counting = False
+        host = getattr(ex, "host")
         ends = host.read_files([f"{ex.work_directory}/{job.id}/{EXIT}" for job in jobs])
         latencies = [done[job.id] - found.mtime for job, found in zip(jobs, ends)
                      if found is not None and job.id in done]
@@ -179,18 +180,20 @@ def follow_round(n: int, one_request: bool = True) -> dict[str, Any]:
             "median_s": round(statistics.median(latencies), 3),
             "min_s": round(min(latencies), 3), "max_s": round(max(latencies), 3),
             "round_trips_per_s": round(trips / seconds, 2),
-            "command_round_trips_per_s": round(commands[0] / seconds, 2),
+            "status_commands_per_s": round(ticks.commands / seconds, 2),
             "monitor_ticks_per_s": 1 / float(getattr(ex, "config").file_poll_interval),
             "ticks_with_changes": len(ticks.trips), "tick_round_trips": dict(sorted(
-                collections.Counter(ticks.trips).items()))}
+                collections.Counter(ticks.trips).items())),
+            "query_tick_round_trips": dict(sorted(
+                collections.Counter(ticks.query_trips).items()))}
 
 
-def _tick_trips(rounds: list[dict[str, Any]]) -> dict[str, Any]:
-    """The round trips of the ticks that saw changes, over ``rounds``: mean, most, and
-    how many ticks took each count."""
+def _tick_trips(rounds: list[dict[str, Any]], key: str = "tick_round_trips") -> dict[str, Any]:
+    """The round trips of the ticks ``key`` counts (that saw changes; that ran a status
+    query), over ``rounds``: mean, most, and how many ticks took each count."""
     counts: collections.Counter[int] = collections.Counter()
     for f in rounds:
-        counts.update({int(k): v for k, v in f["tick_round_trips"].items()})
+        counts.update({int(k): v for k, v in f[key].items()})
     ticks = sum(counts.values())
     return {"ticks": ticks, "mean": round(sum(k * v for k, v in counts.items()) / max(ticks, 1), 2),
             "max": max(counts, default=0), "by_count": dict(sorted(counts.items()))}
@@ -237,6 +240,8 @@ def main() -> None:
     result["tick_round_trips"] = {
         "one_request": one, "file_by_file": apart,
         "ratio": round(one["mean"] / apart["mean"], 2) if apart["mean"] else None,
+        "querying_ticks": {"one_request": _tick_trips(follows[True], "query_tick_round_trips"),
+                           "file_by_file": _tick_trips(follows[False], "query_tick_round_trips")},
         "median_s": {"one_request": [f["median_s"] for f in follows[True]],
                      "file_by_file": [f["median_s"] for f in follows[False]]}}
     print(json.dumps(result))

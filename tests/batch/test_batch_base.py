@@ -740,3 +740,40 @@ def test_hold_and_release_run_the_schedulers_commands(tmp_path: Path, ledger: Le
         ledger.states[job.native_id or ""] = JobState.COMPLETED
         status = job.wait(timeout=WAIT)
         assert status is not None and status.state is JobState.COMPLETED
+
+
+def test_first_command_names_what_a_query_would_run_and_runs_nothing() -> None:
+    # The monitor sends a due query's first command ahead with its read of the notes
+    # (a host over ssh: one round trip): the call stops at that command, nothing runs,
+    # and a command run by another thread meanwhile is not stopped.
+    import threading
+    from hpcjobs.executors.batch import BatchConfig
+    from hpcjobs.executors.batch.host import Host
+    from hpcjobs.external import CommandResult
+    ran: list[list[str]] = []
+
+    class Recording(Host):  # (a test double: records the commands it is asked to run)
+        def run(self, argv: Sequence[str], *, timeout: float, check: bool = True,
+                meanwhile: Any = None) -> CommandResult:
+            ran.append(list(argv))
+            return CommandResult(list(argv), 0, "", "")
+
+    class TwoCommands(Fake):
+        def records(self, native_ids: Sequence[str]) -> dict[str, Any]:
+            self.run(["stat", *native_ids])
+            self.run(["more"])
+            return {}
+
+    scheduler = TwoCommands(BatchConfig(), Recording())
+
+    def query_while_another_thread_runs() -> None:
+        other = threading.Thread(target=scheduler.run, args=(["other"],))
+        other.start()
+        other.join()
+        scheduler.query(["1", "2"])
+
+    assert scheduler.first_command(query_while_another_thread_runs) == ["stat", "1", "2"]
+    assert ran == [["other"]]
+    assert scheduler.first_command(lambda: scheduler.query([])) is None  # (no command)
+    scheduler.query(["3"])
+    assert ran == [["other"], ["stat", "3"], ["more"]]

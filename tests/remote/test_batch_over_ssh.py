@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -238,6 +239,16 @@ def test_a_refused_job_in_a_burst_gets_its_own_error(name: str, login: Login, re
     assert [s.exit_code if s else None for s in statuses] == [i for i in range(21) if i not in refused]
 
 
+def _running_until(ex: JobExecutor, go: str) -> list[Job]:
+    """Three jobs, running once this returns, that exit 0, 1 and 2 when ``go`` exists."""
+    jobs = [Job(JobSpec("/bin/sh", ["-c", 'while [ ! -e "$1" ]; do sleep 0.1; done; exit $2',
+                                    "-", go, str(i)])) for i in range(3)]
+    ex.submit_many(jobs)
+    for job in jobs:
+        assert job.wait(timeout=WAIT, target_states=[JobState.ACTIVE]) is not None
+    return jobs
+
+
 @pytest.mark.parametrize("name", BACKENDS)
 def test_a_status_tick_that_sees_jobs_change_is_one_round_trip(
         name: str, login: Login, conn: SshConnection, remote_dir: str,
@@ -251,11 +262,7 @@ def test_a_status_tick_that_sees_jobs_change_is_one_round_trip(
     go = f"{remote_dir}/go"
     # (no status query within the test: the jobs' ends come through their notes)
     with executor(name, login, remote_dir, min_query_interval=3600) as ex:
-        jobs = [Job(JobSpec("/bin/sh", ["-c", 'while [ ! -e "$1" ]; do sleep 0.1; done; exit $2',
-                                        "-", go, str(i)])) for i in range(3)]
-        ex.submit_many(jobs)
-        for job in jobs:
-            assert job.wait(timeout=WAIT, target_states=[JobState.ACTIVE]) is not None
+        jobs = _running_until(ex, go)
         connection = ex.host.connection  # type: ignore[attr-defined]
         ticks: list[tuple[int, int]] = []  # per tick that took notes: (names, round trips)
         taking: dict[str, tuple[int, int]] = {}
@@ -281,6 +288,53 @@ def test_a_status_tick_that_sees_jobs_change_is_one_round_trip(
     assert [s.exit_code if s else None for s in statuses] == [0, 1, 2]
     assert sum(names for names, _ in ticks) >= len(jobs), ticks  # their ends, by their notes
     assert all(trips == 1 for _, trips in ticks), ticks
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_status_tick_that_also_queries_the_scheduler_is_one_round_trip(
+        name: str, login: Login, conn: SshConnection, remote_dir: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Queries come due every half second while jobs wait for a file, then the jobs end:
+    # each tick of the real monitor is counted (its round trips, and the scheduler
+    # commands it ran), and one that ran a query must have cost one round trip in all,
+    # the query's command having gone with the read of the notes.
+    _require(name)
+    from hpcjobs.executors.batch.monitor import StatusMonitor
+    from hpcjobs.remote.host import SshHost
+    go = f"{remote_dir}/go"
+    ticks: list[tuple[list[str], int]] = []  # per tick counted: (commands run, round trips)
+    runs: list[str] = []
+    counting = threading.Event()
+    tick, run = StatusMonitor.tick, SshHost.run
+
+    def spy_tick(self: StatusMonitor) -> Any:
+        runs.clear()
+        before = self.host.connection.round_trips  # type: ignore[attr-defined]
+        try:
+            return tick(self)
+        finally:
+            if counting.is_set():
+                ticks.append((list(runs), self.host.connection.round_trips - before))  # type: ignore[attr-defined]
+
+    def spy_run(self: SshHost, argv: Any, *args: Any, **kwargs: Any) -> Any:
+        runs.append(" ".join(map(str, argv))[:60])
+        return run(self, argv, *args, **kwargs)
+
+    # (before the executor: its monitor's thread holds the bound method)
+    monkeypatch.setattr(StatusMonitor, "tick", spy_tick)
+    monkeypatch.setattr(SshHost, "run", spy_run)
+    with executor(name, login, remote_dir, min_query_interval=0.5,
+                  max_query_interval=0.5) as ex:
+        jobs = _running_until(ex, go)
+        counting.set()
+        time.sleep(4.0)
+        conn.run(["touch", go], check=True)  # (another connection: not counted)
+        statuses = [job.wait(timeout=WAIT) for job in jobs]
+        counting.clear()
+    assert [s.exit_code if s else None for s in statuses] == [0, 1, 2]
+    querying = [(commands, trips) for commands, trips in ticks if commands]
+    assert len(querying) >= 3, ticks
+    assert all(trips == 1 for _, trips in querying), [q for q in querying if q[1] != 1]
 
 
 @pytest.mark.parametrize("delay", [0.3, 0.9])  # (in its file changes; in its commands)

@@ -78,6 +78,9 @@ class SshHost(Host):
         self._lock = threading.Lock()  # guards _queued
         self._order = threading.RLock()  # (an RLock: ``meanwhile`` may send from within)
         self._queued: list[Op] = []
+        # run_ahead's commands: to send with the next read_notes, then their results
+        self._ahead: list[list[str]] = []
+        self._fetched: dict[tuple[str, ...], Result] = {}
         self._login: Optional[RemoteLogin] = None
         self._scripts: Optional[str] = None
 
@@ -226,8 +229,11 @@ class SshHost(Host):
         """Run ``argv`` there (after the queued changes), with :func:`hpcjobs.external.run`'s
         contract: CommandError with the output when it cannot run or (``check``) fails."""
         args = [str(a) for a in argv]
+        with self._lock:
+            r = self._fetched.pop(tuple(args), None)
         try:
-            r = self._send([Run(args)], timeout, meanwhile)[0]
+            if r is None:
+                r = self._send([Run(args)], timeout, meanwhile)[0]
         except SshError as e:  # (the batch machinery handles CommandErrors of its commands)
             raise _unsent(args, e) from e
         outcome = self._outcome(args, r, check)
@@ -236,6 +242,14 @@ class SshHost(Host):
         return outcome
 
     batches_commands = True
+
+    def run_ahead(self, argvs: Sequence[Sequence[str]]) -> None:
+        """Send these commands with the next :meth:`read_notes`, in its round trip and
+        before its read; :meth:`run` of one of them then takes its result (once).
+        Replaces the commands and results kept from the last call."""
+        with self._lock:
+            self._ahead = [[str(a) for a in argv] for argv in argvs]
+            self._fetched.clear()
 
     def run_many(self, argvs: Sequence[Sequence[str]], *, timeout: float
                  ) -> list[Union[CommandResult, CommandError]]:
@@ -290,7 +304,14 @@ class SshHost(Host):
         trip (and the queued changes): the directory is listed every time, as that
         costs nothing there (a shell glob)."""
         from .notes import Unreadable, read_notes_op, split_notes
-        r = self._send_files([read_notes_op(directory, offsets, follow)])[0]
+        with self._lock:
+            ahead, self._ahead = self._ahead, []
+        # (the commands first: a status query that says a job ended was answered after
+        # the job's script wrote its files, so the read after it sees them too)
+        *fetched, r = self._send_files([*(Run(a) for a in ahead),
+                                        read_notes_op(directory, offsets, follow)])
+        with self._lock:
+            self._fetched.update((tuple(a), f) for a, f in zip(ahead, fetched))
         try:
             return split_notes(r.stdout, follow)
         except Unreadable as e:  # a file changed while it was read: read as here

@@ -139,6 +139,13 @@ class Host:
     #: whether :meth:`run_many` costs less than a :meth:`run` each (one round trip)
     batches_commands = False
 
+    def run_ahead(self, argvs: Sequence[Sequence[str]]) -> None:
+        """Commands the caller is about to :meth:`run` (``()``: none any more; each
+        call replaces the last). A host where a request is a round trip runs them
+        with its next :meth:`read_notes`, just before the read, and its :meth:`run` of one of them returns
+        that result, once: a status tick's notes and its scheduler query come in one
+        round trip. Here they run when asked, so this does nothing."""
+
     def run_many(self, argvs: Sequence[Sequence[str]], *, timeout: float
                  ) -> list[Union[external.CommandResult, CommandError]]:
         """Run each command there, each with :meth:`run`'s contract (``check``): its

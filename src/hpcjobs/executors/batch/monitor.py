@@ -235,17 +235,31 @@ class StatusMonitor:
                 return None
             unlinked, self._unlinked = self._unlinked, []
             polled = list(self._polled.values())
+            due = self._calendar.take_due()
         for job_dir, native_id in unlinked:
             self.link(job_dir, native_id)
-        noted, read = self._read_notes(self._changes, polled)
-        self.check_files([t for t in (*noted, *polled) if t.native_id in self._tracked], read)
-        with self._lock:
-            due = self._calendar.take_due()
-        if due:
-            urgent: Optional[set[str]] = None
-            try:
-                urgent = self._reconcile(due)
-            finally:  # (whatever happened: these jobs must be asked about again: the
+        # the due query's command goes ahead with the read of the notes (over ssh: one
+        # round trip for both); it asks about the same ids whatever the files then end
+        asked = [t.native_id for t in due]
+        ahead = (self.scheduler.first_command(lambda: self.scheduler.query(asked))
+                 if due and self.host.batches_commands else None)
+        if ahead is not None:
+            self.host.run_ahead([ahead])
+        urgent: Optional[set[str]] = None
+        try:
+            noted, read = self._read_notes(self._changes, polled)
+            self.check_files([t for t in (*noted, *polled) if t.native_id in self._tracked],
+                             read)
+            with self._lock:  # (and the jobs the files just made pressing: a signal's why)
+                more = [t for t in self._calendar.take_due() if t not in due]
+            due += more
+            asked += [t.native_id for t in more]
+            if due:
+                urgent = self._reconcile(due, asked if ahead is not None else None)
+        finally:
+            if ahead is not None:
+                self.host.run_ahead(())
+            if due:  # (whatever happened: these jobs must be asked about again: the
                 # urgent ones soon, all after a back-off if the query failed)
                 with self._lock:
                     self._calendar.requeue(due, None if urgent is None else
@@ -332,8 +346,11 @@ class StatusMonitor:
             self._calendar.schedule(t, 0.0, pressing=True)
         return False
 
-    def _reconcile(self, due: Sequence[Tracked]) -> Optional[set[str]]:
-        """One round of status queries for the jobs that are due one. Returns the ids
+    def _reconcile(self, due: Sequence[Tracked], asked: Optional[Sequence[str]] = None
+                   ) -> Optional[set[str]]:
+        """One round of status queries for the jobs that are due one (about the ids
+        ``asked`` if given: theirs, and perhaps of some that ended since, as the query
+        sent ahead asked). Returns the ids
         of those to ask about again soon, None if the status command failed."""
         for t in due:
             if t.job_dir is None:  # its submitter may have linked the job's files since
@@ -343,8 +360,11 @@ class StatusMonitor:
                         self._polled[t.native_id] = t
                     self._check(t)
         due = [t for t in due if t.native_id in self._tracked]
+        if not due:
+            return set()
         try:
-            found = self.scheduler.query([t.native_id for t in due])
+            found = self.scheduler.query([t.native_id for t in due] if asked is None
+                                         else asked)
         except CommandError as e:
             log.warning("%s status query failed (no job state changed; asking again in "
                         "5 s or more): %s", self.name, e)

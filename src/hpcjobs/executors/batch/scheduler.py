@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from pathlib import Path
 from typing import (Any, Callable, ClassVar, Iterable, Mapping, Optional, Sequence, TypeVar,
@@ -39,6 +40,15 @@ _T = TypeVar("_T")
 # ids per status command while looking for the job of a timed-out submit (submit_lines)
 _LOOKUP_CHUNK = 100
 _SEQUENCE = re.compile(r"[0-9]*")
+
+
+class _Stopped(BaseException):
+    """Raised by :meth:`Scheduler.run` for :meth:`Scheduler.first_command` (a
+    BaseException: no backend's handler of errors may take it)."""
+
+    def __init__(self, argv: list[str]) -> None:
+        super().__init__()
+        self.argv = argv
 
 
 class Scheduler:
@@ -95,6 +105,7 @@ class Scheduler:
         self.host = host
         self._settings: dict[str, Any] = {}
         self._accounting: Optional[bool] = None  # None: not asked yet
+        self._looking = threading.local()  # (first_command: in this thread only)
 
     # -- the job script -----------------------------------------------------------------
     def validate(self, spec: JobSpec) -> None:
@@ -245,6 +256,8 @@ class Scheduler:
     # -- for backends: what they do alike ----------------------------------------------
     def run(self, argv: Sequence[str], check: bool = True) -> CommandResult:
         """Run a scheduler command on the host, within ``command_timeout``."""
+        if getattr(self._looking, "on", False):
+            raise _Stopped([str(a) for a in argv])
         return self.host.run(argv, timeout=self.config.command_timeout, check=check)
 
     def run_status(self, argv: Sequence[str], unknown: "re.Pattern[str]",
@@ -268,6 +281,21 @@ class Scheduler:
         except ValueError as e:
             raise CommandError(result.argv, result.returncode, result.stdout,
                                result.stderr) from e
+
+    def first_command(self, call: Callable[[], object]) -> Optional[list[str]]:
+        """The first command ``call()`` runs through :meth:`run`, which stops it there
+        (nothing runs); None if it ends without running one. The monitor sends a due
+        query's command ahead with its read of the notes (:meth:`Host.run_ahead`)."""
+        self._looking.on = True
+        try:
+            call()
+        except _Stopped as stopped:
+            return stopped.argv
+        except Exception:  # (the query itself will meet it and say so)
+            return None
+        finally:
+            self._looking.on = False
+        return None
 
     def read_once(self, what: str, read: Callable[[], _T], default: _T) -> _T:
         """A scheduler setting: ``read()`` the first time, ``default`` if that fails
