@@ -267,11 +267,55 @@ def test_staged_files_go_there_and_back_byte_for_byte(conn: SshConnection, work:
     _same_tree(src, Path(target))  # (read on this machine, past the connection)
     assert Path(f"{work}/{HOSTILE_NAME}.bin").read_bytes() == binary
     assert os.stat(f"{target}/run.sh").st_mode & 0o777 == 0o750
+    before = conn.round_trips
     host.get(target, str(tmp_path / "back"), StagingMode.COPY)
     host.get(f"{work}/{HOSTILE_NAME}.bin", str(tmp_path / HOSTILE_NAME), StagingMode.COPY)
+    assert conn.round_trips == before + 2
     _same_tree(src, tmp_path / "back")
     assert (tmp_path / HOSTILE_NAME).read_bytes() == binary
     assert [n for n in os.listdir(f"{work}/{HOSTILE_NAME}") if "hpcjobs-part" in n] == []
+
+
+def test_a_get_streams_what_it_brings_back(conn: SshConnection, work: str,
+                                           tmp_path: Path) -> None:
+    # 256 MiB come back through a process whose memory stays far below that: the tar
+    # stream is unpacked as it arrives, never held whole
+    import subprocess
+    import sys
+    conn.run(["truncate", "-s", "256M", f"{work}/big"], check=True)
+    code = ("import resource, sys\n"
+            "from hpcjobs.remote import SshConnection, SshHost\n"
+            "from hpcjobs.remote.url import parse_ssh_url\n"
+            "from hpcjobs.staging import StagingMode\n"
+            "conn = SshConnection(parse_ssh_url(sys.argv[1]), sys.argv[2:-2])\n"
+            "SshHost(conn).get(sys.argv[-2] + '/big', sys.argv[-1], StagingMode.COPY)\n"
+            "conn.close()\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(conn.target), *conn.options,
+                          work, str(tmp_path / "big")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert os.path.getsize(tmp_path / "big") == 256 << 20
+    assert int(out.stdout) < 128 << 10, f"peak memory {int(out.stdout) >> 10} MiB"
+
+
+def test_a_get_that_fails_leaves_the_target_as_it_was(conn: SshConnection, work: str,
+                                                      tmp_path: Path) -> None:
+    from hpcjobs.stage_files import StagingError
+    host = SshHost(conn)
+    (tmp_path / "t").write_bytes(b"before")
+    with pytest.raises(StagingError, match="no-such"):
+        host.get(f"{work}/no-such", str(tmp_path / "t"), StagingMode.COPY)
+    conn.run(["truncate", "-s", "8M", f"{work}/f"], check=True)
+
+    def failing(stream: object) -> None:  # (a reader failing after a first block)
+        assert stream.read(65536)  # type: ignore[attr-defined]
+        raise OSError("the disk is full")
+
+    with pytest.raises(OSError, match="the disk is full"):
+        conn.stream_out(b"cat " + f"{work}/f".encode(), failing, timeout=60)
+    assert (tmp_path / "t").read_bytes() == b"before"
+    assert os.listdir(tmp_path) == ["t"]
 
 
 def test_a_put_goes_after_the_changes_queued_before_it(conn: SshConnection, work: str,

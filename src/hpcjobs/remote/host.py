@@ -32,6 +32,7 @@ from ..private import DIR_MODE, FILE_MODE
 from .errors import SshConnectionLost, SshError
 from .ops import (ListDir, MakeDirs, NewDirs, Op, Remove, Result, Run, StatRead, StatReadMany,
                   WriteFile)
+from .shscript import quote
 from .ssh import SshConnection, Writer
 from .login import PROBE, RemoteLogin, read_login
 
@@ -150,20 +151,26 @@ class SshHost(Host):
 
     def get(self, source: str, target: str, mode: StagingMode) -> None:
         """``source`` there as the client's ``target``: one tar stream in one round
-        trip, unpacked beside the target and renamed over it."""
-        r = self._send_files([Run(["sh", "-c", _PACK, "sh", source])], timeout=_STAGING_TIMEOUT)[0]
-        if not r.ok:
-            raise StagingError(f"{source} on {self.where}: {r.stderr.decode('utf-8', 'replace').strip()}")
-        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
-        part = f"{target}.hpcjobs-part.{os.getpid()}"
+        trip (raw on its own session's stdout, after the changes queued before it),
+        unpacked as it comes beside the target and renamed over it."""
         from ..stage_files import remove
+        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+        part = f"{target}.hpcjobs-part.{uuid.uuid4().hex[:12]}"
+        os.mkdir(part, DIR_MODE)
         try:
-            os.mkdir(part, DIR_MODE)
-            with tarfile.open(fileobj=io.BytesIO(r.stdout), mode="r") as tar:
-                if hasattr(tarfile, "tar_filter"):  # (Python 3.11.4 on: no absolute names)
-                    tar.extractall(part, filter="tar")
-                else:
-                    tar.extractall(part)
+            self.flush()
+            with self._order:  # (after the changes in flight)
+                pass
+            try:
+                rc, stderr = self.connection.stream_out(
+                    b"set -- " + quote(source, "path") + b"\n" + _PACK.encode(),
+                    lambda out: _extract(out, part), timeout=_STAGING_TIMEOUT)
+            except SshError as e:
+                raise ConnectionError(f"files on {self.connection.target}: {e.message}") from e
+            except tarfile.TarError as e:
+                rc, stderr = -1, f"what came back is not a whole tar stream: {e}"
+            if rc != 0:
+                raise StagingError(f"{source} on {self.where}: {stderr.strip()}")
             (name,) = os.listdir(part)
             if os.path.isdir(target) and not os.path.islink(target):
                 remove(target)
@@ -401,6 +408,15 @@ def connect(url: str, options: Sequence[str] = ()) -> SshHost:
         CONNECTIONS.release(connection)
         raise
     return host
+
+
+def _extract(stream: BinaryIO, directory: str) -> None:
+    """Unpack the tar ``stream`` into ``directory`` as it is read."""
+    with tarfile.open(fileobj=stream, mode="r|") as tar:
+        if hasattr(tarfile, "tar_filter"):  # (Python 3.11.4 on: no absolute names)
+            tar.extractall(directory, filter="tar")
+        else:
+            tar.extractall(directory)
 
 
 def coalesce(ops: Sequence[Op]) -> list[Op]:

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 import weakref
-from typing import Any, BinaryIO, Callable, Optional, Sequence
+from typing import Any, BinaryIO, Callable, Optional, Sequence, cast
 
 from . import shscript
 from .errors import (HostKeyError, HostUnreachableError, LoginError, SshConnectionLost,
@@ -34,7 +34,7 @@ from .errors import (HostKeyError, HostUnreachableError, LoginError, SshConnecti
 from .ops import Op, Result, Run, Text
 from .url import SshTarget
 
-__all__ = ["SshConnection", "Writer", "CUT_SHORT"]
+__all__ = ["SshConnection", "Writer", "Reader", "CUT_SHORT"]
 
 _FEED_ABOVE = 1 << 20  # bytes of script above which a thread writes it to ssh
 _JOIN_TIMEOUT = 30.0  # seconds a feeding thread may take to end after its ssh did
@@ -42,6 +42,8 @@ _LINE_ABOVE = 64 * 1024  # bytes of a streaming round trip's script line: more g
 
 #: what writes a round trip's raw stdin, to the binary file it is given
 Writer = Callable[[BinaryIO], None]
+#: what reads a session's raw stdout (:meth:`SshConnection.stream_out`), from the file
+Reader = Callable[[BinaryIO], None]
 #: what follows a stream its writer could not finish: a 512-byte block that no tar
 #: takes for a header (a checksum that fails). Without it, a tar stream cut at the
 #: end of a member reads as a whole, shorter archive: GNU tar exits 0 with what came
@@ -308,6 +310,63 @@ class SshConnection:
         raise SshConnectionLost(f"connection to {self.target} lost (ssh exit {p.returncode}); "
                                 f"{len(parsed.results)} of {len(ops)} operations finished",
                                 stderr, parsed.results)
+
+    def stream_out(self, script: bytes, reader: Reader, *, timeout: float = 120.0
+                   ) -> tuple[int, str]:
+        """Run the POSIX sh ``script`` there in ONE round trip, its stdout handed raw to
+        ``reader`` (here, as it comes: no copy in memory or on either disk); its exit
+        status and stderr. ``reader``'s exception is raised once the session is over
+        (it is ended at once), unless the script had failed by itself (its exit status
+        and stderr then say why the stream fell short); SshConnectionLost if the connection breaks, SshTimeout
+        after ``timeout`` seconds (the session is killed)."""
+        self.open()
+        argv = self.session_argv(shscript.STREAM_COMMAND)
+        with self._lock:
+            self.round_trips += 1
+        p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        assert p.stdin is not None and p.stdout is not None and p.stderr is not None
+        errors: list[bytes] = []
+        drain = threading.Thread(target=lambda: errors.append(p.stderr.read()),  # type: ignore[union-attr]
+                                 name="hpcjobs-ssh-stderr", daemon=True)
+        drain.start()
+        expired: list[bool] = []
+
+        def expire() -> None:
+            expired.append(True)
+            p.kill()
+
+        killer = threading.Timer(timeout, expire)
+        killer.start()
+        failure: Optional[BaseException] = None
+        try:
+            with contextlib.suppress(BrokenPipeError):
+                p.stdin.write(shscript.one_line(script))
+            with contextlib.suppress(OSError):
+                p.stdin.close()
+            try:
+                reader(cast(BinaryIO, p.stdout))
+            except BaseException as e:  # (raised after the session is ended)
+                failure = e
+                p.kill()
+        finally:
+            with contextlib.suppress(OSError):
+                p.stdout.read()  # (the rest, unread by a reader that stopped early)
+            p.wait()
+            killer.cancel()
+            drain.join(_JOIN_TIMEOUT)
+        stderr = b"".join(errors).decode("utf-8", "replace")
+        if expired:
+            raise SshTimeout(f"round trip to {self.target} took over {timeout:.0f} s", stderr, [])
+        if failure is not None and not 0 < p.returncode < 255:
+            raise failure
+        if p.returncode == 255:
+            failure = _classify(self.target, stderr, "ssh to {t} failed")
+            if type(failure) is not SshError:
+                raise failure
+            raise SshConnectionLost(f"connection to {self.target} lost (ssh exit 255)",
+                                    stderr, [])
+        return p.returncode, stderr
 
     def __repr__(self) -> str:
         return (f"<SshConnection {self.target} round_trips={self.round_trips} "
