@@ -136,7 +136,28 @@ def _renderer(folder: Path) -> Any:
 @functools.lru_cache(maxsize=None)
 def _parsed(path: Path) -> Any:
     import pystache
-    return pystache.parse(path.read_text(encoding="utf-8"))
+    return pystache.parse(_inlined(path))
+
+
+# a partial's tag alone on its line (mustache's "standalone" tag), with its indentation
+_STANDALONE_PARTIAL = re.compile(r"^([ \t]*)\{\{>\s*([^}\s]+)\s*\}\}[ \t]*(?:\r?\n|\Z)", re.M)
+
+
+def _inlined(path: Path) -> str:
+    """The text of ``path`` with each standalone partial tag replaced by the partial's
+    text, indented as the tag (what the renderer would do with it on every render: it
+    parses a partial each time it meets one, 40% of a burst's time). Partials are found
+    as the renderer finds them: beside ``path``, then among the shared templates."""
+    def partial(match: "re.Match[str]") -> str:
+        indent, name = match.groups()
+        for folder in (path.parent, SHARED_TEMPLATES):
+            found = folder / f"{name}.mustache"
+            if found.exists():
+                return "".join(indent + line if line.strip("\r\n") else line
+                               for line in _inlined(found).splitlines(keepends=True))
+        raise FileNotFoundError(f"{path}: no partial {name!r}")
+
+    return _STANDALONE_PARTIAL.sub(partial, path.read_text(encoding="utf-8"))
 
 
 def render(template: Path, context: Mapping[str, Any]) -> str:
