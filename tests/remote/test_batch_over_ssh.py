@@ -239,6 +239,24 @@ def test_a_refused_job_in_a_burst_gets_its_own_error(name: str, login: Login, re
     assert [s.exit_code if s else None for s in statuses] == [i for i in range(21) if i not in refused]
 
 
+@pytest.mark.parametrize("name", ["slurm", "local"])
+def test_a_burst_whose_shared_files_cannot_be_written_submits_nothing(
+        name: str, login: Login, conn: SshConnection, remote_dir: str) -> None:
+    # the notes directory's place holds a file: the files every job shares (sent while
+    # the scripts are rendered) fail, and the whole burst with them, though the jobs'
+    # own files could be written
+    if name == "slurm":
+        _require(name)
+    conn.run(["sh", "-c", 'mkdir -p "$1/work" && touch "$1/work/changes"', "-", remote_dir],
+             check=True)
+    with executor(name, login, remote_dir) as ex:
+        jobs = [Job(JobSpec("/bin/true")) for _ in range(5)]
+        with pytest.raises(SubmitException, match="changes"):
+            ex.submit_many(jobs)
+    assert [job.status.state for job in jobs] == [JobState.NEW] * 5
+    assert all(job.native_id is None for job in jobs)
+
+
 def _running_until(ex: JobExecutor, go: str) -> list[Job]:
     """Three jobs, running once this returns, that exit 0, 1 and 2 when ``go`` exists."""
     jobs = [Job(JobSpec("/bin/sh", ["-c", 'while [ ! -e "$1" ]; do sleep 0.1; done; exit $2',

@@ -235,7 +235,7 @@ def test_a_login_without_env_0_is_read_a_line_a_variable() -> None:
 
 
 def found_ids() -> list[Result]:
-    return [Result(PROBE[1], 0, b"1001\n"), Result(PROBE[2], 0, b"u\n")]
+    return [Result(PROBE[1], 0, b"1001\n"), Result(PROBE[2], 0, b"u\n"), Result(PROBE[3], 0, b"")]
 
 
 def _same_tree(a: Path, b: Path) -> None:
@@ -316,6 +316,51 @@ def test_a_get_that_fails_leaves_the_target_as_it_was(conn: SshConnection, work:
         conn.stream_out(b"cat " + f"{work}/f".encode(), failing, timeout=60)
     assert (tmp_path / "t").read_bytes() == b"before"
     assert os.listdir(tmp_path) == ["t"]
+
+
+def test_launcher_scripts_are_written_once_for_each_version(conn: SshConnection,
+                                                            work: str) -> None:
+    from hpcjobs.launchers.base import SCRIPTS
+    first = SshHost(conn)
+    directory = first.launcher_scripts(work)
+    first.flush()
+    for p in SCRIPTS.glob("*.sh"):
+        assert Path(directory, p.name).read_bytes() == p.read_bytes(), p.name
+    Path(directory, "lib.sh").write_bytes(b"# kept\n")
+    second = SshHost(conn)  # (another client of this version: it finds them there)
+    assert second.launcher_scripts(work) == directory
+    second.flush()
+    assert Path(directory, "lib.sh").read_bytes() == b"# kept\n"
+    assert [n for n in os.listdir(work) if ".part." in n] == []
+
+
+def test_large_files_go_compressed_and_arrive_whole(conn: SshConnection, work: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from hpcjobs.remote.ops import NewDirs, WriteFile
+    sent: list[object] = []
+    batch = conn.batch
+
+    def spy(ops: list[object], **kwargs: object) -> object:
+        sent.extend(ops)
+        return batch(ops, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(conn, "batch", spy)
+    host = SshHost(conn)
+    host.environ()  # (the login, which says whether gzip is there)
+    assert host.login().gzip
+    rng = random.Random(5)
+    data = b"".join(b"#!/bin/sh\necho %d\n" % rng.randrange(10) for _ in range(100_000))
+    host.make_dir(f"{work}/new")
+    host.write_file(f"{work}/new/tasks", data, 0o700)  # (in a new directory: NewDirs)
+    host.write_file(f"{work}/tasks", data)
+    host.flush()
+    assert Path(f"{work}/new/tasks").read_bytes() == data
+    assert Path(f"{work}/tasks").read_bytes() == data
+    assert os.stat(f"{work}/new/tasks").st_mode & 0o777 == 0o700
+    packed = [len(f[1]) for op in sent if isinstance(op, NewDirs) for _, files in op.directories
+              for f in files if f[3:] == (True,)]
+    packed += [len(op.data) for op in sent if isinstance(op, WriteFile) and op.gzipped]
+    assert len(packed) == 2 and max(packed) < len(data) // 10, packed
 
 
 def test_a_put_goes_after_the_changes_queued_before_it(conn: SshConnection, work: str,

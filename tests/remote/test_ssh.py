@@ -96,7 +96,8 @@ def remote_dir(conn: SshConnection, login: Login):  # type: ignore[no-untyped-de
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=NO_NUL.filter(lambda b: b not in (b"", b".", b"..")).map(lambda b: b.replace(b"/", b"_")),
-       data=st.binary(max_size=3000) | st.sampled_from(HOSTILE))
+       data=st.binary(max_size=3000) | st.binary(min_size=8000, max_size=9000)
+       | st.sampled_from(HOSTILE))
 def test_written_files_hold_exactly_the_bytes_sent(conn: SshConnection, remote_dir: bytes,
                                                    name: bytes, data: bytes) -> None:
     path = remote_dir + b"/" + name
@@ -131,6 +132,25 @@ def test_new_directories_hold_exactly_the_files_sent(conn: SshConnection, remote
     again = conn.batch([NewDirs(((dirs[0], ((b"script", b"other", 0o700),)),))])[0]
     assert again.returncode != 0 and b"exists" in again.stderr
     assert Path(os.fsdecode(dirs[0] + b"/script")).read_bytes() == data
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=20_000) | st.sampled_from(HOSTILE),
+       repeat=st.integers(min_value=1, max_value=300))
+def test_files_sent_compressed_arrive_as_they_were(conn: SshConnection, remote_dir: bytes,
+                                                   data: bytes, repeat: int) -> None:
+    # (gzip's output, small and large: as octal escapes or as base64, NULs in both)
+    import gzip
+    whole = data * repeat
+    packed = gzip.compress(whole, 1, mtime=0)
+    top = remote_dir + b"/" + os.urandom(8).hex().encode()
+    r = conn.batch([WriteFile(top + b".file", packed, 0o640, gzipped=True),
+                    NewDirs(((top, ((b"plain", b"x", 0o600), (b"packed", packed, 0o700, True))),))])
+    assert [x.returncode for x in r] == [0, 0], r
+    assert Path(os.fsdecode(top + b".file")).read_bytes() == whole
+    assert Path(os.fsdecode(top + b"/packed")).read_bytes() == whole
+    assert os.stat(top + b"/packed").st_mode & 0o777 == 0o700
+    assert Path(os.fsdecode(top + b"/plain")).read_bytes() == b"x"
 
 
 def test_a_batch_is_one_round_trip_whatever_its_size(conn: SshConnection, remote_dir: bytes) -> None:

@@ -13,6 +13,7 @@ tick (the change notes and the files of the jobs they name: ``read_notes``).
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import logging
@@ -30,7 +31,7 @@ from ..stage_files import StagingError
 from ..staging import StagingMode
 from ..private import DIR_MODE, FILE_MODE
 from .errors import SshConnectionLost, SshError
-from .ops import (ListDir, MakeDirs, NewDirs, Op, Remove, Result, Run, StatRead, StatReadMany,
+from .ops import (ListDir, MakeDirs, NewDirs, NewFile, Op, Remove, Result, Run, StatRead, StatReadMany,
                   WriteFile)
 from .shscript import quote
 from .ssh import SshConnection, Writer
@@ -40,6 +41,12 @@ __all__ = ["SshHost", "RemoteFileError", "connect"]
 
 # make_dir's script: $2 = 1 when the directory may exist already
 _MKDIR = 'mkdir -m 700 "$1" || { [ "$2" = 1 ] && [ -d "$1" ]; }'
+# the launcher scripts: $1 the directory, then name and contents of each file; nothing
+# to do if it exists (its name is their digest), else made beside it and renamed: one
+# process there, three the first time
+_LAUNCHERS = ('[ -d "$1" ] && exit 0; umask 077; d=$1; t=$1.part.$$; shift; mkdir -p "$t" && '
+              'while [ $# -gt 1 ]; do printf %s "$2" >"$t/$1" || break; shift 2; done && '
+              '[ $# = 0 ] && { [ -d "$d" ] || mv "$t" "$d"; }; rc=$?; rm -rf "$t"; exit $rc')
 # bytes of directory paths in one NewDirs (its mkdir's command line: far below ARG_MAX)
 _NEW_DIRS_BYTES = 64 * 1024
 # unpack the tar on stdin (one member, "x") beside the target $1 in $2, then rename it
@@ -55,6 +62,8 @@ RUN_MANY_GROUP = 16
 #: run_many's commands running at once there (independent submits: the scheduler's
 #: client spends much of its time waiting for the scheduler)
 RUN_MANY_PARALLEL = 4
+#: bytes of a file written there above which it goes compressed, if gzip is there
+_GZIP_ABOVE = 64 * 1024
 #: seconds a staging round trip may take (it carries whole files)
 _STAGING_TIMEOUT = 3600.0
 
@@ -118,16 +127,16 @@ class SshHost(Host):
 
     def launcher_scripts(self, work_directory: str) -> str:
         """A copy of the launcher scripts in the work directory there, named by their
-        contents (so clients of other versions keep theirs), written once (queued)."""
+        contents (so clients of other versions keep theirs), written once (queued: one
+        operation, which finds them there if a client of this version wrote them)."""
         if self._scripts is None:
             files = sorted(p for p in SCRIPTS.iterdir() if p.suffix == ".sh")
             digest = hashlib.sha256()
             for p in files:
                 digest.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
             directory = f"{work_directory}/launchers-{digest.hexdigest()[:12]}"
-            self.make_dirs(directory)
-            for p in files:
-                self.write_file(f"{directory}/{p.name}", p.read_bytes(), exclusive=False)
+            contents = [w for p in files for w in (p.name, os.fsdecode(p.read_bytes()))]
+            self._queue(Run(["sh", "-c", _LAUNCHERS, "sh", directory, *contents]))
             self._scripts = directory
         return self._scripts
 
@@ -206,8 +215,12 @@ class SshHost(Host):
     def write_file(self, path: str, data: bytes, mode: int = FILE_MODE,
                    exclusive: bool = True) -> None:
         """Write ``data`` as ``path`` (whole or not at all); ``exclusive``: it must not
-        exist yet, else it is replaced."""
-        self._queue(WriteFile(path, data, mode, exclusive))
+        exist yet, else it is replaced. A large file goes compressed if the login has
+        gzip (a burst's array of 1,000 job scripts: 2.4 MB, 50 kB compressed)."""
+        if len(data) > _GZIP_ABOVE and self._login is not None and self._login.gzip:
+            self._queue(WriteFile(path, gzip.compress(data, 1, mtime=0), mode, exclusive, True))
+        else:
+            self._queue(WriteFile(path, data, mode, exclusive))
 
     def rename(self, source: str, target: str) -> None:
         """Rename ``source`` to ``target``."""
@@ -425,10 +438,10 @@ def coalesce(ops: Sequence[Op]) -> list[Op]:
     directories costs three processes there in all (a subshell, ``mkdir``, ``chmod``),
     not two or three a file. The meanings stay: each directory must not exist (so
     neither do its files) and its parent must; a removal of a file not yet written
-    there is nothing to do. A file with a NUL byte (no shell word can hold one) keeps its
-    directory's calls as they are."""
+    there is nothing to do. A file with a NUL byte (no shell word can hold one), unless
+    it goes compressed, keeps its directory's calls as they are."""
     out: list[Op] = []
-    run: list[tuple[str, tuple[tuple[str, bytes, int], ...]]] = []
+    run: list[tuple[str, tuple[NewFile, ...]]] = []
     size = 0  # (bytes of the paths in ``run``: one ``mkdir`` command line for them all)
 
     def close_run() -> None:
@@ -456,10 +469,10 @@ def coalesce(ops: Sequence[Op]) -> list[Op]:
                 elif not (isinstance(nxt, Remove) and name not in files):
                     break
                 j += 1
-            if not any(b"\0" in f.data for f in files.values()):
+            if not any(b"\0" in f.data and not f.gzipped for f in files.values()):
                 if size > _NEW_DIRS_BYTES:
                     close_run()
-                run.append((directory, tuple((name, f.data, f.mode or FILE_MODE)
+                run.append((directory, tuple((name, f.data, f.mode or FILE_MODE, f.gzipped)
                                              for name, f in files.items())))
                 size += len(directory) + 1
                 i = j

@@ -20,8 +20,9 @@ from .ops import Result, Run
 __all__ = ["PROBE", "RemoteLogin", "read_login"]
 
 #: the login's environment NUL-separated (GNU, BusyBox), else one variable a line; the
-#: user's id; the user's name
-PROBE = (Run(["sh", "-c", "env -0 2>/dev/null || env"]), Run(["id", "-u"]), Run(["id", "-un"]))
+#: user's id; the user's name; gzip's path, if there is one
+PROBE = (Run(["sh", "-c", "env -0 2>/dev/null || env"]), Run(["id", "-u"]), Run(["id", "-un"]),
+         Run(["sh", "-c", "command -v gzip || :"]))
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class RemoteLogin:
     environ: Mapping[str, str]
     uid: int
     name: str
+    gzip: bool = False  # (large files then go compressed: WriteFile.gzipped)
 
     @property
     def home(self) -> str:
@@ -58,4 +60,4 @@ def read_login(results: Sequence[Result], where: str) -> RemoteLogin:
         uid = int(results[1].text)
     except ValueError:
         raise SshError(f"'id -u' on {where} printed {results[1].text[:100]!r}") from None
-    return RemoteLogin(environ, uid, results[2].text.strip())
+    return RemoteLogin(environ, uid, results[2].text.strip(), bool(results[3].text.strip()))

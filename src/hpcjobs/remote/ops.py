@@ -15,7 +15,7 @@ from ..executors.batch.host import Follow
 from .errors import RemoteCommandError, RemoteCommandNotFound
 
 __all__ = ["Op", "Run", "WriteFile", "ReadFile", "StatRead", "StatReadMany", "ReadNotes", "ListDir",
-           "MakeDirs", "NewDirs", "Remove", "Result", "Text"]
+           "MakeDirs", "NewDirs", "NewFile", "Remove", "Result", "Text"]
 
 #: a string that reaches the remote side as its bytes (``os.fsencode`` of a str)
 Text = Union[str, bytes]
@@ -35,12 +35,14 @@ class Run:
 class WriteFile:
     """Write ``data`` to ``path``: into a temporary file beside it, then renamed over
     it, so the path never holds a partial file. ``mode`` (e.g. ``0o600``) if given;
-    ``exclusive``: fail if ``path`` exists (the file is linked in, not renamed over)."""
+    ``exclusive``: fail if ``path`` exists (the file is linked in, not renamed over).
+    ``gzipped``: ``data`` is gzip's compression of what to write (``gzip -dc`` there)."""
 
     path: Text
     data: bytes
     mode: Optional[int] = None
     exclusive: bool = False
+    gzipped: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,14 +107,20 @@ class MakeDirs:
     mode: Optional[int] = None
 
 
+#: a file of :class:`NewDirs`: (name, data, mode), or (name, gzip's data, mode, True)
+NewFile = Union[tuple[Text, bytes, int], tuple[Text, bytes, int, bool]]
+
+
 @dataclass(frozen=True, repr=False)
 class NewDirs:
     """Make each directory (0700: it must not exist yet, its parent must) and write its
     files in it, ``(name, data, mode)`` each, data without a NUL byte: one ``mkdir`` for
     all, the files by the ``printf`` builtin, one ``chmod`` per mode other than 0600.
-    Fails at the first that cannot be made or written (those before it stay)."""
+    ``(name, data, mode, True)``: ``data`` is gzip's compression of the file (any
+    bytes; one ``gzip -dc`` for it). Fails at the first that cannot be made or written
+    (those before it stay)."""
 
-    directories: tuple[tuple[Text, tuple[tuple[Text, bytes, int], ...]], ...]
+    directories: tuple[tuple[Text, tuple[NewFile, ...]], ...]
 
     def __repr__(self) -> str:  # (the paths, not the files' contents)
         shown = ", ".join(repr(_show(d)) for d, _ in self.directories[:3])

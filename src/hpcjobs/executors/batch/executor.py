@@ -118,15 +118,36 @@ class BatchSchedulerExecutor(JobExecutor):
         arrays (docs/arrays.md). Every job is checked first: an invalid one raises
         InvalidJobException with nothing submitted. On return every job is QUEUED, or
         :class:`BulkSubmitException` lists the ones the scheduler refused (those are NEW
-        again and may be resubmitted)."""
+        again and may be resubmitted). A :class:`SubmitException` if the files all jobs
+        share cannot be written (nothing is submitted)."""
+        jobs = list(jobs)
+        limit = None
+        failed: list[Exception] = []
+        if len(jobs) > 1 and self.host.batches_commands and self.scheduler.array_variables:
+            # over a connection, the array size limit (a scheduler setting, read once)
+            # comes while the scripts are rendered, and with it the files all jobs
+            # share, queued now (the notes directory, the launcher scripts): that round
+            # trip is hidden, and the burst's own carries only its jobs
+            self.monitor.notes_directory()
+            self.host.launcher_scripts(os.fspath(self.work_directory))
+            limit = threading.Thread(target=self._read_array_limit, args=(failed,), daemon=True,
+                                     name=f"hpcjobs-{self.name}-array-limit")
+            limit.start()
         staged: list[Staged] = []
         try:
             for job in jobs:
                 staged.append(self._stage(job))
+            if limit is not None:
+                limit.join()
+                if failed and isinstance(failed[0], OSError):  # (the shared files' fault)
+                    raise _submit_error(self.name, failed[0])
         except BaseException:
             for item in staged:
                 self._release(item)
             raise
+        finally:
+            if limit is not None:
+                limit.join()
         self._submit_staged(staged)
         failures = [(item.job, item.error) for item in staged if item.error is not None]
         if failures:
@@ -357,6 +378,15 @@ class BatchSchedulerExecutor(JobExecutor):
         log.info("%d jobs submitted to %s as array %s", len(items), self.name, array_id)
         for i, item in enumerate(items):
             self._accept(item, scheduler.array_task_id(array_id, i), linked=True)
+
+    def _read_array_limit(self, failed: list[Exception]) -> None:
+        """:meth:`_array_limit` for its setting alone; its exception goes in ``failed``
+        (a command's failure is met again when the limit is used)."""
+        try:
+            self._array_limit()
+        except Exception as e:
+            log.debug("%s: array size limit not read ahead: %s", self.name, e)
+            failed.append(e)
 
     def _array_limit(self) -> int:
         most = self.scheduler.max_array_size()
