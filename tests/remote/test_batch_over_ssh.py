@@ -247,8 +247,8 @@ def test_a_burst_whose_shared_files_cannot_be_written_submits_nothing(
     # own files could be written
     if name == "slurm":
         _require(name)
-    conn.run(["sh", "-c", 'mkdir -p "$1/work" && touch "$1/work/changes"', "-", remote_dir],
-             check=True)
+    work = f"{remote_dir}/work"  # (the executor's, as executor() sets it)
+    conn.run(["sh", "-c", 'mkdir -p "$1" && touch "$1/changes"', "-", work], check=True)
     with executor(name, login, remote_dir) as ex:
         jobs = [Job(JobSpec("/bin/true")) for _ in range(5)]
         with pytest.raises(SubmitException, match="changes"):

@@ -283,14 +283,17 @@ def test_a_get_streams_what_it_brings_back(conn: SshConnection, work: str,
     import subprocess
     import sys
     conn.run(["truncate", "-s", "256M", f"{work}/big"], check=True)
-    code = ("import resource, sys\n"
+    # (the peak of this process's own memory, VmHWM: getrusage's ru_maxrss keeps the
+    # peak of the process it was forked from, a test runner of any size)
+    code = ("import re, sys\n"
             "from hpcjobs.remote import SshConnection, SshHost\n"
             "from hpcjobs.remote.url import parse_ssh_url\n"
             "from hpcjobs.staging import StagingMode\n"
             "conn = SshConnection(parse_ssh_url(sys.argv[1]), sys.argv[2:-2])\n"
             "SshHost(conn).get(sys.argv[-2] + '/big', sys.argv[-1], StagingMode.COPY)\n"
             "conn.close()\n"
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+            "status = open('/proc/self/status').read()\n"
+            "print(re.search(r'VmHWM:\\s*(\\d+) kB', status).group(1))\n")
     out = subprocess.run([sys.executable, "-c", code, str(conn.target), *conn.options,
                           work, str(tmp_path / "big")],
                          capture_output=True, text=True, timeout=300)
