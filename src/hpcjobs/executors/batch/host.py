@@ -142,9 +142,9 @@ class Host:
     def run_ahead(self, argvs: Sequence[Sequence[str]]) -> None:
         """Commands the caller is about to :meth:`run` (``()``: none any more; each
         call replaces the last). A host where a request is a round trip runs them
-        with its next :meth:`read_notes`, just before the read, and its :meth:`run` of one of them returns
-        that result, once: a status tick's notes and its scheduler query come in one
-        round trip. Here they run when asked, so this does nothing."""
+        with its next :meth:`read_notes`, just before the read, and its :meth:`run` of
+        one of them returns that result, once: a status tick's notes and its scheduler
+        query come in one round trip. Here they run when asked, so this does nothing."""
 
     def run_many(self, argvs: Sequence[Sequence[str]], *, timeout: float
                  ) -> list[Union[external.CommandResult, CommandError]]:
