@@ -777,3 +777,21 @@ def test_first_command_names_what_a_query_would_run_and_runs_nothing() -> None:
     assert scheduler.first_command(lambda: scheduler.query([])) is None  # (no command)
     scheduler.query(["3"])
     assert ran == [["other"], ["stat", "3"], ["more"]]
+
+
+def test_partials_render_as_pystache_renders_them(tmp_path: Path) -> None:
+    # standalone partials are inlined once before parsing; indented, nested, and one
+    # that changes the delimiters (left to the renderer: its change ends with it) render
+    # as the renderer itself renders them
+    import pystache
+    from hpcjobs.executors.batch.script import render
+    (tmp_path / "inner.mustache").write_text("in {{a}}\n\nend\n")
+    (tmp_path / "outer.mustache").write_text("o {{a}}\n  {{> inner}}\n")
+    (tmp_path / "delims.mustache").write_text("{{=<% %>=}}\nd <%a%>\n")
+    (tmp_path / "t.mustache").write_text(
+        "top {{a}}\n{{> outer}}\n{{> delims}}\nafter {{a}} {{> inner}}\n")
+    context = {"a": "x"}
+    expected = pystache.Renderer(escape=lambda s: s, search_dirs=[str(tmp_path)],
+                                 file_extension="mustache").render(
+        (tmp_path / "t.mustache").read_text(), context)
+    assert render(tmp_path / "t.mustache", context) == expected

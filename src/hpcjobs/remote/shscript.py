@@ -47,8 +47,9 @@ STREAM_COMMAND = "exec /bin/sh -c 'IFS= read -r s && eval \"$(printf \"$s\")\"'"
 
 _MISSING = b"nf"  # in place of the exit code: the command is not on the remote PATH
 _PRINTF_CHUNK = 2048  # bytes per printf of octal escapes (a line of ~8 KiB)
-# binary data larger than this goes as base64 (a process there, where octal escapes
-# cost none, but four bytes each: 50 kB took 6 ms to write so, 0.1 ms as base64)
+# binary data larger than this goes as base64: a process there, where octal escapes
+# cost none, but a third more bytes, not four times as many (a burst's 50 kB of gzip
+# output: 67 kB of script, not 200 kB, over what may be a slow link)
 _BASE64_ABOVE = 8 * 1024
 _HEREDOC_END = b"_HJ_END_OF_DATA_"  # (no line of base64 can be this: '_' is not in it)
 #: a file's status line: "<mtime> <device> <inode> <size> <kind>"

@@ -317,8 +317,8 @@ class SshConnection:
         ``reader`` (here, as it comes: no copy in memory or on either disk); its exit
         status and stderr. ``reader``'s exception is raised once the session is over
         (it is ended at once), unless the script had failed by itself (its exit status
-        and stderr then say why the stream fell short); SshConnectionLost if the connection breaks, SshTimeout
-        after ``timeout`` seconds (the session is killed)."""
+        and stderr then say why the stream fell short). SshConnectionLost if the
+        connection breaks, SshTimeout after ``timeout`` seconds (the session is killed)."""
         self.open()
         argv = self.session_argv(shscript.STREAM_COMMAND)
         with self._lock:
