@@ -18,6 +18,12 @@ round and its median (target: >= 10), and how many jobs ended otherwise on real 
 first of them started on real Batsim (past 2^14 s, Batsim's clock is behind). Real Batsim
 is found on PATH (``--batsim``). One JSON line per job count.
 
+In process, the line also splits each job's CPU between the client's thread (building the
+jobs, ``submit`` and ``wait``: PSI/J's side, no simulator in it) and the rest of the
+process (the executor's decision thread with the simulator it steps), medians over the
+rounds, beside the time a job may take in all for the target (``budget_us_per_job``: a
+tenth of real Batsim's time per job in the same round).
+
 Usage: python bench/inprocess_throughput.py [--jobs 20000 100000] [--rounds 3] [--seed S]
 """
 
@@ -30,7 +36,6 @@ import json
 import random
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from datetime import timedelta
@@ -52,9 +57,11 @@ def workflow(nb_jobs: int, seed: int) -> list[list[tuple[float, int]]]:
     return chains
 
 
-def run(chains: list[list[tuple[float, int]]], work: Path, simulator: str) -> tuple[float, Path]:
-    """The workflow on ``simulator``; wall seconds and the prefix of its output files."""
+def run(chains: list[list[tuple[float, int]]], work: Path, simulator: str) -> tuple[float, Path, float, float]:
+    """The workflow on ``simulator``: wall seconds, the prefix of its output files, and
+    the CPU seconds of this (the client's) thread and of the whole process."""
     attrs = psij.JobAttributes(duration=timedelta(seconds=1000))
+    thread_cpu, process_cpu = time.thread_time(), time.process_time()
 
     def job(delay: float, hosts: int) -> psij.Job:
         return psij.Job(psij.JobSpec("sleep", [f"{delay:.3f}"], attributes=attrs,
@@ -79,8 +86,9 @@ def run(chains: list[list[tuple[float, int]]], work: Path, simulator: str) -> tu
         end, c = expected[0]
         status = heads[c].status
         if not status.state.final:
-            status = heads[c].wait()  # the simulation runs until this job's status changes
-            assert status is not None
+            waited = heads[c].wait()  # the simulation runs until this job's status changes
+            assert waited is not None
+            status = waited
         if status.time is not None:
             now = max(now, status.time)
         # every chain expected to have ended by now: its successor, or look again later
@@ -101,8 +109,9 @@ def run(chains: list[list[tuple[float, int]]], work: Path, simulator: str) -> tu
             now = expected[0][0]  # (it ended before it was expected: take it now)
     ex.close()
     elapsed = time.perf_counter() - start
+    thread_cpu, process_cpu = time.thread_time() - thread_cpu, time.process_time() - process_cpu
     prefix = ex.export_prefix  # type: ignore[attr-defined]
-    return elapsed, Path(prefix)
+    return elapsed, Path(prefix), thread_cpu, process_cpu
 
 
 def outcomes(prefix: Path) -> dict[str, tuple[str, ...]]:
@@ -125,6 +134,8 @@ def main() -> None:
     for nb_jobs in args.jobs:
         chains = workflow(nb_jobs, seed)
         rates: dict[str, list[float]] = {"in-process": [], "batsim": []}
+        client_us: list[float] = []  # in process, per job: the client's thread
+        rest_us: list[float] = []  # the decision thread and the simulator it steps
         differing = []
         first: list[float | None] = []  # when the first of them started (s)
         with tempfile.TemporaryDirectory(prefix="bench-inprocess-") as tmp:
@@ -132,8 +143,12 @@ def main() -> None:
                 order = ["in-process", args.batsim] if index % 2 == 0 else [args.batsim, "in-process"]
                 prefixes = {}
                 for simulator in order:
-                    wall, prefix = run(chains, Path(tmp) / f"{index}-{Path(simulator).name}", simulator)
+                    wall, prefix, client, process = run(chains, Path(tmp) / f"{index}-{Path(simulator).name}",
+                                                        simulator)
                     key = "in-process" if simulator == "in-process" else "batsim"
+                    if key == "in-process":
+                        client_us.append(client / nb_jobs * 1e6)
+                        rest_us.append((process - client) / nb_jobs * 1e6)
                     rates[key].append(nb_jobs / wall)
                     prefixes[key] = prefix
                 ours, real = outcomes(prefixes["in-process"]), outcomes(prefixes["batsim"])
@@ -156,6 +171,9 @@ def main() -> None:
             "batsim_jobs_per_s_rounds": [round(r, 1) for r in rates["batsim"]],
             "ratio_rounds": [round(r, 2) for r in ratios], "ratio": round(ratio, 2),
             "ratio_spread": [round(min(ratios), 2), round(max(ratios), 2)],
+            "in_process_cpu_us_per_job": {"client_thread": round(statistics.median(client_us), 1),
+                                          "decisions_and_simulator": round(statistics.median(rest_us), 1)},
+            "budget_us_per_job": round(1e6 / (TARGET_RATIO * statistics.median(rates["batsim"])), 1),
             "jobs_with_other_outcome_on_batsim": differing,
             "first_other_outcome_at_s": first,
             "target_ratio": TARGET_RATIO, "meets_target": ratio >= TARGET_RATIO,
@@ -163,4 +181,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
