@@ -115,6 +115,11 @@ BENCHES = [
           _login_node),
     Bench("pilot", [], ["--jobs", "200", "--sbatch-jobs", "20"],
           lambda: _flux() or _program("sbatch")()),
+    Bench("pilot_ssh", ["--node", "hpcjobs-test-node"],
+          ["--jobs", "50", "--rounds", "1", "--burst", "20", "--after", "1"],
+          lambda: _flux_over_ssh() or _program("sbatch")()),
+    Bench("ssh_round_trips", [], ["100"], _login_node),
+    Bench("external_run", [], ["--rounds", "3", "--calls", "10"], _program("sbatch")),
 ]
 BY_NAME = {b.name: b for b in BENCHES}
 
